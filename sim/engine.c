@@ -1,0 +1,284 @@
+#include "engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "evq.h"
+#include "pool.h"
+#include "stats.h"
+#include "util.h"
+
+/* A timer's record.  The pool's free-list link overlays `fn`; `seq` is zero whenever the timer is not
+ * pending (fired, cancelled or free), which is what makes a stale handle harmless. */
+struct sim_timer_rec {
+	sim_fn fn;
+	void *obj;
+	uint64_t arg;
+	uint64_t seq;
+};
+
+struct world_entry {
+	const char *name;
+	void *obj;
+	struct world_entry *next;
+};
+
+struct destroy_hook {
+	void (*fn)(void *);
+	void *obj;
+	struct destroy_hook *next;
+};
+
+struct sim {
+	simtime_t now;
+	uint64_t next_seq;
+	uint64_t seed;
+	struct evq q;
+	struct pool timers;
+	size_t cancelled_in_queue;
+	uint64_t processed;
+	struct sim_limits lim;
+	bool stop_requested;
+	bool progress;
+	struct stats *stats;
+	struct world_entry *world;
+	struct destroy_hook *hooks;
+	/* progress line state */
+	double prog_last_wall, prog_start_wall;
+	uint64_t prog_last_events;
+	simtime_t prog_last_now;
+};
+
+const char *sim_stop_reason_name(enum sim_stop_reason r)
+{
+	switch (r) {
+	case SIM_STOP_NONE: return "none";
+	case SIM_STOP_QUIESCENT: return "quiescent";
+	case SIM_STOP_TIME_LIMIT: return "time_limit";
+	case SIM_STOP_EVENT_LIMIT: return "event_limit";
+	case SIM_STOP_REQUESTED: return "requested";
+	}
+	return "?";
+}
+
+struct sim *sim_create(uint64_t seed)
+{
+	struct sim *s = xcalloc(1, sizeof(*s));
+	s->seed = seed;
+	s->next_seq = 1;
+	evq_init(&s->q);
+	pool_init(&s->timers, sizeof(struct sim_timer_rec), 1024);
+	s->lim.time_limit = SIM_TIME_MAX;
+	s->stats = stats_create();
+	return s;
+}
+
+void sim_destroy(struct sim *s)
+{
+	if (!s)
+		return;
+	while (s->hooks) {
+		struct destroy_hook *h = s->hooks;
+		s->hooks = h->next;
+		h->fn(h->obj);
+		free(h);
+	}
+	while (s->world) {
+		struct world_entry *w = s->world;
+		s->world = w->next;
+		free(w);
+	}
+	evq_free(&s->q);
+	pool_free_all(&s->timers);
+	stats_destroy(s->stats);
+	free(s);
+}
+
+uint64_t sim_seed(const struct sim *s) { return s->seed; }
+simtime_t sim_now(const struct sim *s) { return s->now; }
+uint64_t sim_events_processed(const struct sim *s) { return s->processed; }
+size_t sim_pending(const struct sim *s) { return evq_size(&s->q) - s->cancelled_in_queue; }
+struct stats *sim_stats(struct sim *s) { return s->stats; }
+
+void sim_schedule_at(struct sim *s, simtime_t when, sim_fn fn, void *obj, uint64_t arg)
+{
+	if (when < s->now)
+		die("event scheduled in the past (%llu < %llu)", (unsigned long long)when,
+		    (unsigned long long)s->now);
+	struct evq_entry e = { when, s->next_seq++, fn, obj, arg };
+	evq_push(&s->q, &e);
+}
+
+void sim_schedule(struct sim *s, simtime_t delay, sim_fn fn, void *obj, uint64_t arg)
+{
+	if (delay > SIM_TIME_MAX - s->now)
+		die("event delay overflows virtual time");
+	sim_schedule_at(s, s->now + delay, fn, obj, arg);
+}
+
+/* Queue entries of timers run this trampoline with the record as obj and the timer's seq as arg. */
+static void timer_fire(struct sim *s, void *obj, uint64_t seq)
+{
+	struct sim_timer_rec *r = obj;
+	sim_fn fn = r->fn;
+	void *o = r->obj;
+	uint64_t a = r->arg;
+	r->seq = 0;
+	pool_put(&s->timers, r);
+	(void)seq;
+	fn(s, o, a);
+}
+
+static inline bool timer_cancelled(const struct evq_entry *e)
+{
+	return e->fn == timer_fire && ((struct sim_timer_rec *)e->obj)->seq != e->arg;
+}
+
+sim_timer sim_timer_start(struct sim *s, simtime_t delay, sim_fn fn, void *obj, uint64_t arg)
+{
+	struct sim_timer_rec *r = pool_get(&s->timers);
+	r->fn = fn;
+	r->obj = obj;
+	r->arg = arg;
+	r->seq = s->next_seq; /* the seq sim_schedule is about to use */
+	sim_schedule(s, delay, timer_fire, r, r->seq);
+	return (sim_timer){ r, r->seq };
+}
+
+bool sim_timer_pending(const sim_timer *h)
+{
+	return h->rec && h->seq && h->rec->seq == h->seq;
+}
+
+bool sim_timer_cancel(struct sim *s, sim_timer *h)
+{
+	if (!sim_timer_pending(h)) {
+		h->rec = NULL;
+		return false;
+	}
+	h->rec->seq = 0; /* the queue entry is discarded when it reaches the head */
+	h->rec = NULL;
+	s->cancelled_in_queue++;
+	return true;
+}
+
+void sim_set_limits(struct sim *s, struct sim_limits lim) { s->lim = lim; }
+void sim_set_progress(struct sim *s, bool on) { s->progress = on && isatty(STDERR_FILENO); }
+void sim_stop(struct sim *s) { s->stop_requested = true; }
+
+static double wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress_line(struct sim *s, bool final)
+{
+	double w = wall_now();
+	double dt = w - s->prog_last_wall;
+	if (!final && dt < 0.5)
+		return;
+	double evps = dt > 0 ? (double)(s->processed - s->prog_last_events) / dt : 0;
+	double vps = dt > 0 ? (double)(s->now - s->prog_last_now) / dt : 0; /* virtual ps per wall s */
+	char eta[32] = "?";
+	if (s->lim.time_limit != SIM_TIME_MAX && vps > 0)
+		snprintf(eta, sizeof(eta), "%.0fs", (double)(s->lim.time_limit - s->now) / vps);
+	else if (s->lim.event_limit && evps > 0)
+		snprintf(eta, sizeof(eta), "%.0fs", (double)(s->lim.event_limit - s->processed) / evps);
+	fprintf(stderr, "\r[cxisim] virtual %.6f s  %.2f M events/s  pending %zu  ETA %s   %s",
+		(double)s->now * 1e-12, evps * 1e-6, sim_pending(s), eta, final ? "\n" : "");
+	s->prog_last_wall = w;
+	s->prog_last_events = s->processed;
+	s->prog_last_now = s->now;
+}
+
+static enum sim_stop_reason run_loop(struct sim *s, simtime_t until)
+{
+	struct evq_entry e;
+	s->stop_requested = false;
+	if (s->progress) {
+		s->prog_start_wall = s->prog_last_wall = wall_now();
+		s->prog_last_events = s->processed;
+		s->prog_last_now = s->now;
+	}
+	for (;;) {
+		if (s->lim.event_limit && s->processed >= s->lim.event_limit)
+			return SIM_STOP_EVENT_LIMIT;
+		if (!evq_peek(&s->q, &e))
+			return SIM_STOP_QUIESCENT;
+		if (timer_cancelled(&e)) {
+			evq_pop(&s->q, &e);
+			pool_put(&s->timers, e.obj);
+			s->cancelled_in_queue--;
+			continue;
+		}
+		if (e.time > until) {
+			if (until == s->lim.time_limit) {
+				s->now = until;
+				return SIM_STOP_TIME_LIMIT;
+			}
+			s->now = until;
+			return SIM_STOP_NONE;
+		}
+		evq_pop(&s->q, &e);
+		s->now = e.time;
+		e.fn(s, e.obj, e.arg);
+		s->processed++;
+		if (s->stop_requested)
+			return SIM_STOP_REQUESTED;
+		if (s->progress && (s->processed & 0xffff) == 0)
+			progress_line(s, false);
+	}
+}
+
+enum sim_stop_reason sim_run(struct sim *s)
+{
+	enum sim_stop_reason r = run_loop(s, s->lim.time_limit);
+	if (s->progress)
+		progress_line(s, true);
+	return r;
+}
+
+enum sim_stop_reason sim_run_until(struct sim *s, simtime_t until)
+{
+	if (until > s->lim.time_limit)
+		until = s->lim.time_limit;
+	if (until < s->now)
+		until = s->now;
+	return run_loop(s, until);
+}
+
+void sim_world_set(struct sim *s, const char *name, void *obj)
+{
+	for (struct world_entry *w = s->world; w; w = w->next)
+		if (!strcmp(w->name, name)) {
+			w->obj = obj;
+			return;
+		}
+	struct world_entry *w = xmalloc(sizeof(*w));
+	w->name = name;
+	w->obj = obj;
+	w->next = s->world;
+	s->world = w;
+}
+
+void *sim_world_get(const struct sim *s, const char *name)
+{
+	for (struct world_entry *w = s->world; w; w = w->next)
+		if (!strcmp(w->name, name))
+			return w->obj;
+	return NULL;
+}
+
+void sim_on_destroy(struct sim *s, void (*fn)(void *), void *obj)
+{
+	struct destroy_hook *h = xmalloc(sizeof(*h));
+	h->fn = fn;
+	h->obj = obj;
+	h->next = s->hooks;
+	s->hooks = h;
+}

@@ -1,0 +1,50 @@
+/* Stats registry: named counters and histograms, dumped as JSON and CSV in name order.
+ *
+ * Counters are plain uint64 slots owned by the registry: a model looks its slot up once at build time and
+ * increments it directly on the hot path.  Where Cassini has a telemetry counter for the same thing, the
+ * name ends in that counter's name, e.g. "nic.3.C_CNTR_LPE_NET_MATCH_PRIORITY".
+ */
+#ifndef CXISIM_STATS_H
+#define CXISIM_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct stats;
+
+/* Log-linear histogram: exact below 2^HIST_SUB_BITS, then 2^HIST_SUB_BITS sub-buckets per power of two
+ * (relative error under 1/2^HIST_SUB_BITS). */
+#define HIST_SUB_BITS 5
+#define HIST_BUCKETS ((64 - HIST_SUB_BITS + 1) << HIST_SUB_BITS)
+
+struct histogram {
+	uint64_t count, sum, min, max;
+	uint64_t bucket[HIST_BUCKETS];
+};
+
+struct stats *stats_create(void);
+void stats_destroy(struct stats *st);
+
+/* Find or create.  The name is formatted printf-style.  The returned pointer stays valid for the
+ * registry's lifetime. */
+uint64_t *stats_counter(struct stats *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+struct histogram *stats_hist(struct stats *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A gauge is a counter whose value is a level (e.g. LE high-water); also track its maximum under
+ * "<name>.max" by updating through stats_gauge_set. */
+void stats_gauge_set(uint64_t *gauge, uint64_t *gauge_max, uint64_t value);
+
+void hist_add(struct histogram *h, uint64_t v);
+/* Value at quantile q in [0,1] (bucket midpoint-free: returns the bucket's lower bound, or the exact max
+ * for q == 1). */
+uint64_t hist_quantile(const struct histogram *h, double q);
+
+/* Look up without creating; NULL if absent. */
+uint64_t *stats_find_counter(struct stats *st, const char *name);
+struct histogram *stats_find_hist(struct stats *st, const char *name);
+
+/* JSON object {"counters": {...}, "histograms": {name: {count,sum,min,max,mean,p50,p90,p99,p999}}} */
+void stats_dump_json(const struct stats *st, FILE *f, int indent);
+/* CSV rows "name,kind,value" (histograms expand to their summary fields). */
+void stats_dump_csv(const struct stats *st, FILE *f);
+
+#endif

@@ -1,0 +1,53 @@
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(size_t n)
+{
+	fprintf(stderr, "cxisim: out of memory allocating %zu bytes\n", n);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom(n * size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(xmalloc(n), s, n);
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("cxisim: internal error: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	abort();
+}
