@@ -40,11 +40,12 @@ static const struct param df_params[] = {
 	{ "buffer_bytes", "bytes", 131072, 1024, 1 << 30, "assumed input buffer per port and traffic class" },
 	{ "adaptive_candidates", "count", 4, 2, 8, "up to 4 minimal and non-minimal candidates (cassini-reference)" },
 	{ "ugal_bias_bytes", "bytes", 4224, 0, 1 << 30, "assumed bias toward minimal: two full packets" },
-	{ "cc_threshold_bytes", "bytes", 16384, 0, 1 << 30, "assumed endpoint-queue depth that marks packets" },
-	{ "cc_min_window_bytes", "bytes", 2112, 64, 1 << 30, "assumed: one full packet in flight per pair" },
-	{ "cc_max_window_bytes", "bytes", 262144, 64, 1 << 30, "assumed: above the ~100 KB inter-group BDP" },
-	{ "cc_increase_bytes", "bytes", 2112, 1, 1 << 30, "assumed additive increase per window" },
-	{ "cc_decrease", "factor", 0.5, 0.01, 0.99, "assumed multiplicative decrease on a marked ack" },
+	{ "cc_threshold_bytes", "bytes", 16384, 0, 1 << 30, "assumed endpoint-queue depth congestion control aims at" },
+	{ "cc_max_window_bytes", "bytes", 262144, 4096, 1 << 30, "assumed in-flight cap per pair, above the ~100 KB BDP" },
+	{ "cc_interval_ns", "ns", 2000, 10, 1e9, "assumed: about one inter-group round trip per rate update" },
+	{ "cc_gain", "factor", 0.5, 0.01, 1, "assumed damping of the fair-rate update" },
+	{ "cc_drain", "intervals", 4, 0.1, 1e6, "assumed: drain the queue above threshold within this many intervals" },
+	{ "cc_min_gbps", "Gb/s", 0.05, 0.0001, 1e6, "assumed floor of a throttled pair's rate" },
 	{ "chunk_bytes", "bytes", 16384, 64, 4 << 20, "coarse bulk: payload per chunk train (assumed)" },
 	{ "chunk_threshold_bytes", "bytes", 65536, 0, 1ULL << 32, "coarse bulk: smallest message sent in chunks" },
 };
@@ -334,7 +335,8 @@ static void read_subset(struct df *d, const struct cfg *c)
 
 static void read_links(struct df *d, const struct cfg *c)
 {
-	d->ps_per_byte = 8000.0 / param_get(c, row("link_gbps"));
+	d->line_gbps = param_get(c, row("link_gbps"));
+	d->ps_per_byte = 8000.0 / d->line_gbps;
 	d->mtu = (uint32_t)param_get_u64(c, row("mtu_bytes"));
 	d->hdr = (uint32_t)param_get_u64(c, row("header_bytes"));
 	d->sw_lat = cfg_time_ps(c, "switch_latency_ns", row("switch_latency_ns")->def, 1000, 1e6);
@@ -380,13 +382,13 @@ static void read_switch(struct df *d, const struct cfg *c)
 
 	d->cc = cfg_bool(c, "congestion_control", true);
 	d->cc_threshold = (uint32_t)param_get_u64(c, row("cc_threshold_bytes"));
-	d->cc_min_win = (uint32_t)param_get_u64(c, row("cc_min_window_bytes"));
 	d->cc_max_win = (uint32_t)param_get_u64(c, row("cc_max_window_bytes"));
-	d->cc_ai = (uint32_t)param_get_u64(c, row("cc_increase_bytes"));
-	d->cc_md = param_get(c, row("cc_decrease"));
-	if (d->cc_min_win > d->cc_max_win)
-		cfg_fail(c, "cc_min_window_bytes", "%u exceeds cc_max_window_bytes (%u)", d->cc_min_win,
-			 d->cc_max_win);
+	d->cc_interval = cfg_time_ps(c, "cc_interval_ns", row("cc_interval_ns")->def, 1000, row("cc_interval_ns")->max);
+	d->cc_gain = param_get(c, row("cc_gain"));
+	d->cc_drain = param_get(c, row("cc_drain"));
+	d->cc_min_gbps = param_get(c, row("cc_min_gbps"));
+	if (d->cc_min_gbps >= d->line_gbps)
+		cfg_fail(c, "cc_min_gbps", "%g is not below the link rate (%g Gb/s)", d->cc_min_gbps, d->line_gbps);
 }
 
 void fabric_dragonfly_build(struct sim *sim, const struct cfg *c);

@@ -8,7 +8,7 @@
  * They are registered when a port and class first carry traffic, so a run's telemetry covers what it used
  * (an Aurora-size fabric does not register millions of idle counters).  Fabric-wide counters, registered
  * at build: messages and packets, hops, route kinds (local / minimal / nonminimal / pinned), congestion
- * control marks and window cuts, reordered messages.
+ * control feedback that throttled a source, reordered messages.
  */
 #include "../stats.h"
 #include "../util.h"
@@ -43,8 +43,7 @@ void df_counters_init(struct df *d)
 	c->route_minimal = stats_counter(st, "fabric.route.minimal_pkts");
 	c->route_nonminimal = stats_counter(st, "fabric.route.nonminimal_pkts");
 	c->route_pinned = stats_counter(st, "fabric.route.pinned_pkts");
-	c->cc_marks = stats_counter(st, "fabric.cc.marks");
-	c->cc_cuts = stats_counter(st, "fabric.cc.window_cuts");
+	c->cc_marks = stats_counter(st, "fabric.cc.throttle_feedback");
 	c->reordered = stats_counter(st, "fabric.reordered_msgs");
 	c->reordered_ordered = stats_counter(st, "fabric.reordered_ordered_msgs");
 	c->flows_created = stats_counter(st, "fabric.flows_created");

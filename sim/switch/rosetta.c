@@ -165,12 +165,14 @@ static void voq_remove(struct df_rsw *s, struct df_voq *v)
 
 /* ---- events ---- */
 
+/* One pending kick per port; arming an earlier one supersedes the later (its event is then ignored). */
 void df_arm_kick(struct df *d, struct df_oport *op, simtime_t at)
 {
-	if (op->kick_armed)
+	if (op->kick_armed && op->kick_at <= at)
 		return;
 	op->kick_armed = 1;
-	sim_schedule_at(d->sim, at, df_ev_kick, op, 0);
+	op->kick_at = at;
+	sim_schedule_at(d->sim, at, df_ev_kick, op, ++op->kick_gen);
 }
 
 static struct df_voq *pick_voq(const struct df *d, const struct df_oport *op, const struct df_otc *t)
@@ -287,7 +289,8 @@ void df_ev_kick(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct df_oport *op = obj;
 	(void)sim;
-	(void)arg;
+	if (!op->kick_armed || arg != op->kick_gen)
+		return;
 	op->kick_armed = 0;
 	if (op->kind == DF_OP_INJECT)
 		df_inject_kick(op->df, op->owner);
@@ -305,11 +308,11 @@ void df_ev_credit(struct sim *sim, void *obj, uint64_t arg)
 	else
 		t->shared += wire;
 	t->avail += wire;
-	if (op->kick_armed || op->link_free > sim_now(sim))
-		return;
+	if (op->link_free > sim_now(sim))
+		return; /* a busy link re-arbitrates when it frees */
 	if (op->kind == DF_OP_INJECT)
 		df_inject_kick(op->df, op->owner);
-	else if (op->active)
+	else if (op->active && !op->kick_armed)
 		switch_kick(op->df, op);
 }
 
@@ -351,6 +354,8 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 			t->vtime = op->vclock;
 	}
 	t->queued += pkt->wire;
+	if (op->kind == DF_OP_EJECT && d->cc)
+		df_cc_egress(d, t, pkt, sim_now(sim));
 	struct df_tel *tel = df_tel(d, op, tc);
 	if (t->queued > *tel->queue_hwm)
 		*tel->queue_hwm = t->queued;
