@@ -122,6 +122,8 @@ struct df_tel {
 struct df_otc {
 	struct df_voq *ring;
 	uint32_t nvoq;
+	uint16_t nvoq_vc[DF_MAX_VC]; /* VOQs per VC: lets arbitration skip a class whose VCs have no credit */
+	uint32_t need;            /* after a scan found nothing: the smallest head packet; 0 = unknown */
 	uint32_t queued;          /* bytes waiting in this class's VOQs */
 	uint32_t shared;          /* downstream shared credits (bytes) */
 	uint32_t avail;           /* shared + reserved: free downstream space */
@@ -146,6 +148,7 @@ struct df_oport {
 	uint64_t vclock;        /* virtual time of the last class served */
 	uint32_t peer;          /* downstream switch, or endpoint for DF_OP_EJECT */
 	uint32_t active;        /* bit per class with queued bytes */
+	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
 	uint8_t peer_port;
 	uint8_t kind;
 	uint8_t port;
@@ -158,6 +161,8 @@ struct df_voq {
 	struct df_pkt *head, *tail;
 	struct df_voq *next, *prev; /* ring of the (output, class) arbiter */
 	uint32_t key;               /* in_port << 16 | out << 8 | tc << 4 | vc */
+	uint32_t head_wire;         /* the head packet's size and age, kept here so arbitration scans */
+	simtime_t head_birth;       /* the VOQ records without touching the packets */
 };
 
 /* A Rosetta switch, allocated when traffic first reaches it. */
@@ -169,11 +174,16 @@ struct df_rsw {
 	struct df_oport *port[];    /* radix entries, allocated on first use */
 };
 
+struct df_ftent {
+	uint32_t key; /* dst << 3 | tc */
+	struct df_flow *f; /* NULL: empty */
+};
+
 /* An endpoint's edge of the fabric (NIC side), allocated on its first send. */
 struct df_ep {
 	uint32_t id, sw;
 	struct df_oport *tx;
-	struct df_flow **ft;        /* flows by (dst, tc), open addressing */
+	struct df_ftent *ft;        /* flows by (dst, tc), open addressing */
 	uint32_t ft_mask, ft_n;
 	struct df_flow *ring;       /* next sendable flow */
 	uint32_t nactive;
@@ -203,6 +213,7 @@ struct df {
 	enum df_arrangement arr;
 	uint32_t *gid;              /* local group -> machine group */
 	int32_t *glocal;            /* machine group -> local group, or -1 */
+	uint8_t *gwtab;             /* (G, T, r) -> gateway switch index and port; NULL: compute */
 	/* links and switches */
 	double ps_per_byte;
 	simtime_t sw_lat, lat_edge, lat_local, lat_global;

@@ -20,22 +20,27 @@
 enum { ACK_ORDERED = 1 };
 #define ACK_UNIT_BITS 26 /* units per message: at most 2^32 bytes / 256-byte MTU = 2^24 */
 
-/* ---- flow table: open addressing keyed by (dst, tc) ---- */
+/* ---- flow table: open addressing keyed by (dst, tc), keys kept in the table so probes stay in it ---- */
 
-static inline uint32_t ft_slot(uint32_t dst, uint32_t tc, uint32_t mask)
+static inline uint32_t ft_key(uint32_t dst, uint32_t tc)
 {
-	return ((dst << 3 | tc) * 0x9e3779b1u) >> 9 & mask;
+	return dst << 3 | tc;
+}
+
+static inline uint32_t ft_slot(uint32_t key, uint32_t mask)
+{
+	return df_mix(key, 0) & mask;
 }
 
 static void ft_grow(struct df_ep *e)
 {
 	uint32_t oldn = e->ft_mask + 1, mask = oldn * 2 - 1;
-	struct df_flow **old = e->ft, **t = xcalloc(mask + 1, sizeof(*t));
+	struct df_ftent *old = e->ft, *t = xcalloc(mask + 1, sizeof(*t));
 	for (uint32_t i = 0; i < oldn; i++) {
-		if (!old[i])
+		if (!old[i].f)
 			continue;
-		uint32_t j = ft_slot(old[i]->dst, old[i]->tc, mask);
-		while (t[j])
+		uint32_t j = ft_slot(old[i].key, mask);
+		while (t[j].f)
 			j = (j + 1) & mask;
 		t[j] = old[i];
 	}
@@ -46,21 +51,21 @@ static void ft_grow(struct df_ep *e)
 
 static void ft_remove(struct df_ep *e, struct df_flow *f)
 {
-	uint32_t mask = e->ft_mask, i = ft_slot(f->dst, f->tc, mask);
-	while (e->ft[i] != f)
+	uint32_t mask = e->ft_mask, i = ft_slot(ft_key(f->dst, f->tc), mask);
+	while (e->ft[i].f != f)
 		i = (i + 1) & mask;
 	for (uint32_t j = i;;) {
 		j = (j + 1) & mask;
-		if (!e->ft[j])
+		if (!e->ft[j].f)
 			break;
-		uint32_t k = ft_slot(e->ft[j]->dst, e->ft[j]->tc, mask);
+		uint32_t k = ft_slot(e->ft[j].key, mask);
 		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
 		if (!stays) {
 			e->ft[i] = e->ft[j];
 			i = j;
 		}
 	}
-	e->ft[i] = NULL;
+	e->ft[i].f = NULL;
 	e->ft_n--;
 }
 
@@ -85,14 +90,14 @@ static struct df_ep *ep_get(struct df *d, uint32_t id)
 
 static struct df_flow *flow_get(struct df *d, struct df_ep *e, uint32_t dst, uint32_t tc)
 {
-	uint32_t i = ft_slot(dst, tc, e->ft_mask);
-	for (struct df_flow *f; (f = e->ft[i]); i = (i + 1) & e->ft_mask)
-		if (f->dst == dst && f->tc == tc)
-			return f;
+	uint32_t key = ft_key(dst, tc), i = ft_slot(key, e->ft_mask);
+	for (; e->ft[i].f; i = (i + 1) & e->ft_mask)
+		if (e->ft[i].key == key)
+			return e->ft[i].f;
 	if ((e->ft_n + 1) * 2 > e->ft_mask + 1) {
 		ft_grow(e);
-		i = ft_slot(dst, tc, e->ft_mask);
-		while (e->ft[i])
+		i = ft_slot(key, e->ft_mask);
+		while (e->ft[i].f)
 			i = (i + 1) & e->ft_mask;
 	}
 	struct df_flow *f = pool_get(&d->flows);
@@ -101,7 +106,8 @@ static struct df_flow *flow_get(struct df *d, struct df_ep *e, uint32_t dst, uin
 	df_min_hops(d, dst, e->id, &nl, &ng, &nsw);
 	f->ack_lat = df_path_latency(d, nl, ng, nsw) + df_ser(d, d->hdr);
 	df_cc_window(d, f);
-	e->ft[i] = f;
+	e->ft[i].key = key;
+	e->ft[i].f = f;
 	e->ft_n++;
 	(*d->c.flows_created)++;
 	return f;
