@@ -42,8 +42,8 @@ static const struct param df_params[] = {
 	{ "ugal_bias_bytes", "bytes", 4224, 0, 1 << 30, "assumed bias toward minimal: two full packets" },
 	{ "cc_threshold_bytes", "bytes", 16384, 0, 1 << 30, "assumed endpoint-queue depth congestion control aims at" },
 	{ "cc_max_window_bytes", "bytes", 262144, 4096, 1 << 30, "assumed in-flight cap per pair, above the ~100 KB BDP" },
-	{ "cc_interval_ns", "ns", 2000, 10, 1e9, "assumed: about one inter-group round trip per rate update" },
-	{ "cc_gain", "factor", 0.5, 0.01, 1, "assumed damping of the fair-rate update" },
+	{ "cc_interval_ns", "ns", 4000, 10, 1e9, "assumed: about one inter-group round trip (~3 us) per rate update" },
+	{ "cc_gain", "factor", 0.25, 0.01, 1, "assumed damping of the fair-rate update (stable with 20 flows, 8 seeds)" },
 	{ "cc_drain", "intervals", 4, 0.1, 1e6, "assumed: drain the queue above threshold within this many intervals" },
 	{ "cc_min_gbps", "Gb/s", 0.05, 0.0001, 1e6, "assumed floor of a throttled pair's rate" },
 	{ "chunk_bytes", "bytes", 8192, 256, 4 << 20, "coarse bulk: payload per chunk train; 8 KiB stays within 3% of packets" },
@@ -208,6 +208,41 @@ void df_min_hops(const struct df *d, uint32_t src, uint32_t dst, uint32_t *nl, u
 	*nl = best;
 	*ng = 1;
 	*nsw = best + 2;
+}
+
+uint32_t df_min_route(const struct df *d, uint32_t src, uint32_t dst, uint32_t *sw, uint32_t *port, uint32_t max)
+{
+	uint32_t ssw = src / d->p, dsw = dst / d->p, G = df_group_of_sw(d, ssw), Gd = df_group_of_sw(d, dsw);
+	struct df_pkt pkt = { .dsw = dsw, .dport = (uint8_t)(dst % d->p), .via = DF_NONE };
+	if (G != Gd && d->lpp > 1) {
+		/* the parallel link with the fewest local hops, as df_min_hops chooses it */
+		uint32_t best = UINT32_MAX, rbest = 0;
+		for (uint32_t r = 0; r < d->lpp; r++) {
+			uint32_t gw, ent, pt;
+			df_gateway(d, G, Gd, r, &gw, &pt);
+			df_gateway(d, Gd, G, r, &ent, &pt);
+			uint32_t l = (gw != df_idx_of_sw(d, ssw)) + (ent != df_idx_of_sw(d, dsw));
+			if (l < best) {
+				best = l;
+				rbest = r;
+			}
+		}
+		while (df_mix(pkt.sel, 0) % d->lpp != rbest)
+			pkt.sel++;
+	}
+	uint32_t n = 0;
+	for (uint32_t s = ssw; n < max;) {
+		struct df_rsw at = { .id = s, .group = df_group_of_sw(d, s), .idx = df_idx_of_sw(d, s) };
+		uint32_t out = df_next_port(d, &at, &pkt), psw, pport;
+		sw[n] = s;
+		port[n++] = out;
+		if (out < d->local0 || !df_port_peer(d, s, out, &psw, &pport))
+			break;
+		pkt.hops++;
+		pkt.ghops += out >= d->global0;
+		s = psw;
+	}
+	return n;
 }
 
 simtime_t df_path_latency(const struct df *d, uint32_t nl, uint32_t ng, uint32_t nsw)
@@ -406,7 +441,9 @@ static void read_switch(struct df *d, const struct cfg *c)
 		d->wfq_inc[t] = 1000000 / share; /* virtual time per byte: classes get bytes in ratio of shares */
 	}
 
+	static const char *const scopes[] = { "endpoint", "fabric", NULL };
 	d->cc = cfg_bool(c, "congestion_control", true);
+	d->cc_fabric = cfg_enum(c, "cc_scope", 0, scopes) == 1;
 	d->cc_threshold = (uint32_t)param_get_u64(c, row("cc_threshold_bytes"));
 	d->cc_max_win = (uint32_t)param_get_u64(c, row("cc_max_window_bytes"));
 	d->cc_interval = cfg_time_ps(c, "cc_interval_ns", row("cc_interval_ns")->def, 1000, row("cc_interval_ns")->max);

@@ -56,7 +56,6 @@ struct df_pkt {
 	struct df_oport *up;    /* transmitter that holds credits for our buffer slot */
 	simtime_t birth;        /* injection time: age arbitration */
 	uint32_t wire;          /* bytes on the wire: payload + headers; credits are counted in these */
-	uint32_t payload;
 	uint32_t sw;            /* switch it is at (or heading to) */
 	uint32_t sel;           /* random bits that fix the parallel-link choices of its route */
 	uint32_t dsw;           /* destination switch */
@@ -69,6 +68,7 @@ struct df_pkt {
 	uint8_t flags;
 	uint8_t upvc;           /* VC of the upstream credit */
 	uint16_t rate16;        /* congestion control: its flow's paced rate, in link rate / 65535 */
+	uint16_t rmin16;        /* congestion control, fabric scope: lowest fair rate met on its path */
 };
 
 /* A message in flight: from fabric_send until its last unit has been ejected. */
@@ -230,6 +230,7 @@ struct df {
 	uint32_t ugal_bias;
 	/* endpoint congestion control */
 	bool cc;
+	bool cc_fabric;             /* every switch output computes a fair rate, not only endpoint ports */
 	uint32_t cc_threshold, cc_max_win;
 	double cc_gain, cc_drain, cc_min_gbps, line_gbps;
 	simtime_t cc_interval;
@@ -261,6 +262,9 @@ uint32_t df_unit_wire(const struct df *d, uint32_t payload);
 void df_min_hops(const struct df *d, uint32_t src, uint32_t dst, uint32_t *nlocal, uint32_t *nglobal,
 		 uint32_t *nsw);
 simtime_t df_path_latency(const struct df *d, uint32_t nlocal, uint32_t nglobal, uint32_t nsw);
+/* The zero-load (minimal, fewest switches) route: the switches it crosses and the output port taken at
+ * each, the last one being the destination's port.  Returns the number of switches. */
+uint32_t df_min_route(const struct df *d, uint32_t src, uint32_t dst, uint32_t *sw, uint32_t *port, uint32_t max);
 
 /* --- routing.c --- */
 static inline uint32_t df_mix(uint32_t sel, uint32_t k)
@@ -304,6 +308,8 @@ void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t t
 /* A unit joined the egress queue `t` of an endpoint port: update that port's fair rate and feed it back to
  * the unit's source. */
 void df_cc_egress(struct df *d, struct df_otc *t, struct df_pkt *pkt, simtime_t now);
+/* Fabric scope: a unit joined a switch-to-switch output's queue: update its fair rate, stamp the unit. */
+void df_cc_link(struct df *d, struct df_otc *t, struct df_pkt *pkt, simtime_t now);
 /* Source side: recompute a flow's in-flight cap from its rate; account a unit sent (pacing). */
 void df_cc_window(const struct df *d, struct df_flow *f);
 void df_cc_sent(const struct df *d, struct df_flow *f, uint32_t wire, simtime_t now);

@@ -199,7 +199,7 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 	struct df_otc *t = &op->tc[f->tc];
 	struct df_pkt *pkt = pool_get(&d->pkts);
 	*pkt = (struct df_pkt){
-		.msg = msg, .up = op, .birth = now, .wire = wire, .payload = payload, .sw = e->sw,
+		.msg = msg, .up = op, .birth = now, .wire = wire, .sw = e->sw, .rmin16 = 65535,
 		.dsw = m->dst / d->p, .via = DF_NONE, .dport = (uint8_t)(m->dst % d->p),
 		.in_port = (uint8_t)(e->id % d->p), .tc = f->tc,
 		.flags = m->flags & FABRIC_ORDERED ? DF_PKT_ORDERED : 0,
@@ -363,8 +363,8 @@ void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t t
 		msg->m->first_arrival = arrive;
 	}
 	(*d->c.pkts_delivered)++;
-	*d->c.bytes_delivered += pkt->payload;
 	if (--msg->remaining == 0) {
+		*d->c.bytes_delivered += msg->m->bytes;
 		uint64_t ord = pkt->flags & DF_PKT_ORDERED ? ACK_ORDERED : 0;
 		sim_schedule_at(d->sim, arrive + msg->flow->ack_lat, ev_ack, msg->flow,
 				msg->seq | (uint64_t)msg->units << 32 | ord << (32 + ACK_UNIT_BITS));

@@ -67,9 +67,10 @@ void df_summary(struct sim *sim, FILE *f)
 		   "\"global_links_per_pair\": %u, \"local_links_per_pair\": %u, \"global_arrangement\": \"%s\", "
 		   "\"switches\": %u, \"endpoints\": %u,\n",
 		d->preset, d->gm, d->g, d->a, d->p, d->h, d->lpp, d->llp, arrangement_name(d->arr), d->nsw, d->nep);
-	fprintf(f, "    \"routing\": \"%s\", \"arbitration\": \"%s\", \"congestion_control\": %s, \"bulk_mode\": \"%s\", "
-		   "\"traffic_classes\": %u,\n",
+	fprintf(f, "    \"routing\": \"%s\", \"arbitration\": \"%s\", \"congestion_control\": %s, \"cc_scope\": \"%s\", "
+		   "\"bulk_mode\": \"%s\", \"traffic_classes\": %u,\n",
 		routing_name(d->routing), d->arb == DF_ARB_AGE ? "age" : "round_robin", d->cc ? "true" : "false",
+		d->cc_fabric ? "fabric" : "endpoint",
 		d->bulk == DF_BULK_CHUNK ? "chunk" : "packet", d->ntc);
 	fprintf(f, "    \"switches_touched\": %llu, \"ports_touched\": %llu, \"endpoints_sending\": %llu, "
 		   "\"packet_records\": %llu, \"packets_in_flight\": %llu, \"messages_in_flight\": %llu}",

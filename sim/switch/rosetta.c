@@ -391,8 +391,12 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 			t->vtime = op->vclock;
 	}
 	t->queued += pkt->wire;
-	if (op->kind == DF_OP_EJECT && d->cc)
-		df_cc_egress(d, t, pkt, sim_now(sim));
+	if (d->cc) {
+		if (op->kind == DF_OP_EJECT)
+			df_cc_egress(d, t, pkt, sim_now(sim));
+		else if (d->cc_fabric)
+			df_cc_link(d, t, pkt, sim_now(sim));
+	}
 	struct df_tel *tel = df_tel(d, op, tc);
 	if (t->queued > *tel->queue_hwm)
 		*tel->queue_hwm = t->queued;
