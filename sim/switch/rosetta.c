@@ -400,6 +400,6 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 	struct df_tel *tel = df_tel(d, op, tc);
 	if (t->queued > *tel->queue_hwm)
 		*tel->queue_hwm = t->queued;
-	if (!op->kick_armed && op->link_free <= sim_now(sim))
-		switch_kick(d, op);
+	if (!op->kick_armed)
+		switch_kick(d, op); /* sends now, or arms a kick for when the link frees */
 }
