@@ -362,6 +362,8 @@ static void read_topology(struct df *d, const struct cfg *c)
 	d->global0 = d->p + (d->a - 1) * d->llp;
 }
 
+/* Validates the subset; the arrays are filled by fill_subset once every field has been read, so that a
+ * configuration error (which may unwind through a test's error hook) leaves nothing allocated. */
 static void read_subset(struct df *d, const struct cfg *c)
 {
 	uint32_t first_n = topo_u32(c, "subset_groups", 0);
@@ -370,20 +372,16 @@ static void read_subset(struct df *d, const struct cfg *c)
 		cfg_fail(c, "subset_group_ids", "give either subset_groups or subset_group_ids, not both");
 	if (first_n > d->gm)
 		cfg_fail(c, "subset_groups", "%u groups asked of a machine with %u", first_n, d->gm);
-	d->glocal = xmalloc(d->gm * sizeof(*d->glocal));
-	for (uint32_t i = 0; i < d->gm; i++)
-		d->glocal[i] = -1;
 	d->g = nids ? (uint32_t)nids : first_n ? first_n : d->gm;
-	d->gid = xmalloc(d->g * sizeof(*d->gid));
-	for (uint32_t i = 0; i < d->g; i++) {
-		uint32_t id = nids ? (uint32_t)cfg_array_u64(c, "subset_group_ids", (int)i, 0, d->gm - 1) : i;
-		if (d->glocal[id] >= 0) {
+	uint64_t seen[65536 / 64] = { 0 };
+	for (int i = 0; i < nids; i++) {
+		uint32_t id = (uint32_t)cfg_array_u64(c, "subset_group_ids", i, 0, d->gm - 1);
+		if (seen[id / 64] >> (id % 64) & 1) {
 			char key[64];
-			snprintf(key, sizeof(key), "subset_group_ids[%u]", i);
+			snprintf(key, sizeof(key), "subset_group_ids[%d]", i);
 			cfg_fail(c, key, "group %u listed twice", id);
 		}
-		d->gid[i] = id;
-		d->glocal[id] = (int32_t)i;
+		seen[id / 64] |= 1ULL << (id % 64);
 	}
 	d->nsw = d->g * d->a;
 	uint64_t nep = (uint64_t)d->nsw * d->p;
@@ -392,6 +390,19 @@ static void read_subset(struct df *d, const struct cfg *c)
 			 "%llu endpoints exceed the 20-bit NIC address space (%u)", (unsigned long long)nep,
 			 FABRIC_MAX_NICS);
 	d->nep = (uint32_t)nep;
+}
+
+static void fill_subset(struct df *d, const struct cfg *c)
+{
+	int nids = cfg_array_len(c, "subset_group_ids");
+	d->glocal = xmalloc(d->gm * sizeof(*d->glocal));
+	for (uint32_t i = 0; i < d->gm; i++)
+		d->glocal[i] = -1;
+	d->gid = xmalloc(d->g * sizeof(*d->gid));
+	for (uint32_t i = 0; i < d->g; i++) {
+		d->gid[i] = nids ? (uint32_t)cfg_array_u64(c, "subset_group_ids", (int)i, 0, d->gm - 1) : i;
+		d->glocal[d->gid[i]] = (int32_t)i;
+	}
 }
 
 static void read_links(struct df *d, const struct cfg *c)
@@ -457,13 +468,17 @@ static void read_switch(struct df *d, const struct cfg *c)
 void fabric_dragonfly_build(struct sim *sim, const struct cfg *c);
 void fabric_dragonfly_build(struct sim *sim, const struct cfg *c)
 {
-	struct df *d = xcalloc(1, sizeof(*d));
+	struct df tmp = { 0 };
+	read_topology(&tmp, c);
+	read_subset(&tmp, c);
+	read_links(&tmp, c);
+	read_switch(&tmp, c);
+	/* Everything is valid: only now allocate. */
+	struct df *d = xmalloc(sizeof(*d));
+	*d = tmp;
 	d->base.ops = &df_ops;
 	d->sim = sim;
-	read_topology(d, c);
-	read_subset(d, c);
-	read_links(d, c);
-	read_switch(d, c);
+	fill_subset(d, c);
 	build_gateway_table(d);
 
 	d->att = xcalloc(d->nep, sizeof(*d->att));
