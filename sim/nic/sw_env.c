@@ -157,13 +157,13 @@ static const struct param cxi_params[] = {
 	{ "kernel_call_ns", "ns", 2500, 0, 1e9,
 	  "assumed; seed 000 Fig 9: reg/dereg paths that enter the kernel are the slow ones" },
 	{ "mr_map_ns", "ns", 1500, 0, 1e9, "assumed: pinning/mapping a small buffer for an MR (cxil_map)" },
-	{ "mr_cache_lookup_ns", "ns", 100, 0, 1e9,
+	{ "mr_cache_lookup_ns", "ns", 70, 0, 1e9,
 	  "assumed; seed 000 Fig 9: provider key cache makes reg and dereg cheap (~0.1 us)" },
-	{ "mr_le_append_ns", "ns", 400, 0, 1e9, "assumed: software side of an MR LE append/unlink and its wait" },
+	{ "mr_le_append_ns", "ns", 800, 0, 1e9, "assumed: software side of an MR LE append/unlink and its wait" },
 	{ "mr_event_poll_ns", "ns", 200, 0, 1e9,
 	  "assumed; seed 000 Fig 9: match events cost ~2 us for reg + dereg, 10x the key cache" },
 	{ "mr_event_poll_max_us", "us", 100, 0, 1e9, "upstream: MR match-event close polls up to 100 us" },
-	{ "mr_bookkeeping_ns", "ns", 50, 0, 1e9, "assumed: per reg/dereg provider data-structure work" },
+	{ "mr_bookkeeping_ns", "ns", 30, 0, 1e9, "assumed: per reg/dereg provider data-structure work" },
 	{ "ctrl_eq_slots", "count", 4096, 16, 1 << 24, "assumed: control EQ size (FC messages, MR events)" },
 };
 
