@@ -85,6 +85,7 @@ struct nic_eq {
 	struct nic_event *ring;
 	uint32_t slots, reserved_fc, thresh_pct;
 	uint32_t ring_cap;
+	uint32_t gen;             /* allocation generation: events of a previous owner are discarded */
 	uint64_t wr, rd, ack; /* monotone counters; slot = counter % slots */
 	uint32_t pending;     /* slots allocated to events still travelling over PCIe */
 	bool above_thresh;
@@ -187,6 +188,7 @@ struct nic {
 	uint32_t ncts, cts_cap;
 	uint32_t ntxq, ntgq;
 	struct nic_cmdq *cmdqs;   /* every live command queue, for teardown */
+	struct nic_cmdq *cmdq_zombies; /* freed queues a scheduled fetch still points at */
 
 	/* (vni, pid, index) -> ptn, and VNI -> number of mappings (open addressing). */
 	uint64_t *map_keys;
@@ -203,6 +205,7 @@ struct nic {
 
 	struct pool le_pool, pkt_pool, op_pool, work_pool, evrec_pool;
 	uint64_t rdzv_seq;
+	uint32_t eq_gen;
 };
 
 /* ---------------------------------------------------------------- wire packets */
