@@ -33,17 +33,19 @@ struct nic_params {
 
 /* ---------------------------------------------------------------- intrusive LE lists */
 struct nic_le {
+	/* Fields the matching walk reads come first: one cache line per LE walked. */
 	struct nic_le *next, *prev;
-	struct nic_pte *pte;
+	uint64_t match_bits, ignore_bits;
+	uint32_t match_id;
+	uint32_t flags;          /* C_LE_* */
+	uint64_t length, offset;
 	uint8_t list;
 	bool ule;                /* an unexpected-header entry (UNEXPECTED list) */
 	uint16_t buffer_id;
-	uint32_t flags;          /* C_LE_* */
-	uint32_t ctn;
-	uint32_t match_id;
 	uint32_t min_free;
-	uint64_t start, length, offset;
-	uint64_t match_bits, ignore_bits;
+	struct nic_pte *pte;
+	uint32_t ctn;
+	uint64_t start;
 	uint64_t user_ptr;
 	/* Unexpected header (ule == true). */
 	uint32_t initiator;
