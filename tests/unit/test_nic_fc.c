@@ -285,3 +285,71 @@ Test(nic_fc, hardware_flow_control_with_eager_and_rendezvous)
 	tep_close(&b);
 	tsim_free(&s);
 }
+
+/* FI_CXI_HYBRID_POSTED_RECV_PREEMPTIVE / _UNEXPECTED_MSG_PREEMPTIVE: hybrid mode moves to software
+ * matching before the LE pool is exhausted, once hardware holds more than rx_attr.size receives or
+ * unexpected headers; nothing is lost across the switch. */
+static void preempt_posted(struct sw_ep_attr *a)
+{
+	a->env.rx_match_mode = SW_MATCH_HYBRID;
+	a->env.hybrid_posted_recv_preemptive = true;
+	a->env.req_buf_size = 256 * 1024;
+	a->env.oflow_buf_size = 256 * 1024;
+	a->rx_size = 16;
+}
+
+static void preempt_unexpected(struct sw_ep_attr *a)
+{
+	preempt_posted(a);
+	a->env.hybrid_posted_recv_preemptive = false;
+	a->env.hybrid_unexpected_msg_preemptive = true;
+}
+
+static void preempt_run(void (*mode)(struct sw_ep_attr *), bool recv_first)
+{
+	struct tsim s = tsim_new(TWO_NICS, 1);
+	struct tep a, b;
+	cr_assert_eq(tep_open(&a, &s, 0, mode), 0);
+	cr_assert_eq(tep_open(&b, &s, 1, mode), 0);
+	enum { N = 40 };
+	static uint8_t src[N][32], dst[N][32];
+	memset(dst, 0, sizeof(dst));
+	for (int phase = 0; phase < 2; phase++) {
+		bool do_recv = (phase == 0) == recv_first;
+		for (int i = 0; i < N; i++) {
+			int rc;
+			if (do_recv) {
+				while ((rc = sw_recv(b.ep, (uint64_t)(uintptr_t)dst[i], 32, NULL, (uint64_t)i, 0, FI_TAGGED,
+						     NULL)) == -FI_EAGAIN)
+					sim_run(s.sim);
+			} else {
+				memset(src[i], i + 1, 32);
+				while ((rc = sw_send(a.ep, (uint64_t)(uintptr_t)src[i], 32, NULL, sw_ep_addr(b.ep), (uint64_t)i,
+						     0, FI_TAGGED, NULL)) == -FI_EAGAIN)
+					sim_run(s.sim);
+			}
+			cr_assert_eq(rc, 0);
+			sim_run(s.sim);
+		}
+	}
+	cr_assert_eq(b.n, N);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(dst[i][0], i + 1, "message %d", i);
+	cr_assert_eq(sw_ep_rxc_state(b.ep), RXC_ENABLED_SOFTWARE, "pre-emptive switch to software matching");
+	cr_assert_eq(sw_ep_stats(b.ep)->fc_transitions, 1, "one software-initiated transition");
+	cr_assert_eq(tctr(&s, "nic.1.C_CNTR_LPE_ERR_NO_SPACE_NET") + tctr(&s, "nic.1.C_CNTR_LPE_ERR_NO_SPACE_APPEND"), 0,
+		     "switched before any LE exhaustion");
+	tep_close(&a);
+	tep_close(&b);
+	tsim_free(&s);
+}
+
+Test(nic_fc, hybrid_posted_recv_preemptive)
+{
+	preempt_run(preempt_posted, true);
+}
+
+Test(nic_fc, hybrid_unexpected_msg_preemptive)
+{
+	preempt_run(preempt_unexpected, false);
+}
