@@ -99,6 +99,8 @@ static void ev_feedback(struct sim *sim, void *obj, uint64_t arg)
 		f->next_send = 0;
 	else if (f->last_send + gap(d, f) < f->next_send)
 		f->next_send = f->last_send + gap(d, f);
+	if (f->state == DF_FLOW_ACTIVE)
+		f->ep->sum_valid = 0; /* its pacing changed: the endpoint's next round must look again */
 	df_flow_feedback_done(d, f);
 }
 

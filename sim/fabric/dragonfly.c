@@ -80,11 +80,6 @@ static const struct df_preset presets[] = {
 
 /* ---- topology arithmetic ---- */
 
-uint32_t df_local_port(const struct df *d, uint32_t si, uint32_t sj, uint32_t r)
-{
-	return d->local0 + (sj < si ? sj : sj - 1) * d->llp + r;
-}
-
 /* Position of machine group H in machine group G's list of peers. */
 static uint32_t peer_index(const struct df *d, uint32_t G, uint32_t H)
 {
@@ -111,14 +106,8 @@ static void slot_place(const struct df *d, uint32_t slot, uint32_t *sw_idx, uint
 	}
 }
 
-void df_gateway(const struct df *d, uint32_t G, uint32_t T, uint32_t r, uint32_t *sw_idx, uint32_t *port)
+void df_gateway_arith(const struct df *d, uint32_t G, uint32_t T, uint32_t r, uint32_t *sw_idx, uint32_t *port)
 {
-	if (d->gwtab) {
-		const uint8_t *e = &d->gwtab[((size_t)(G * d->g + T) * d->lpp + r) * 2];
-		*sw_idx = e[0];
-		*port = e[1];
-		return;
-	}
 	slot_place(d, peer_index(d, d->gid[G], d->gid[T]) * d->lpp + r, sw_idx, port);
 }
 
@@ -213,7 +202,8 @@ void df_min_hops(const struct df *d, uint32_t src, uint32_t dst, uint32_t *nl, u
 uint32_t df_min_route(const struct df *d, uint32_t src, uint32_t dst, uint32_t *sw, uint32_t *port, uint32_t max)
 {
 	uint32_t ssw = src / d->p, dsw = dst / d->p, G = df_group_of_sw(d, ssw), Gd = df_group_of_sw(d, dsw);
-	struct df_pkt pkt = { .dsw = dsw, .dport = (uint8_t)(dst % d->p), .via = DF_NONE };
+	struct df_pkt pkt = { .dgrp = (uint16_t)Gd, .didx = (uint8_t)df_idx_of_sw(d, dsw), .dport = (uint8_t)(dst % d->p),
+			      .via = DF_NONE };
 	if (G != Gd && d->lpp > 1) {
 		/* the parallel link with the fewest local hops, as df_min_hops chooses it */
 		uint32_t best = UINT32_MAX, rbest = 0;
@@ -296,22 +286,20 @@ static void df_free(void *obj)
 		if (!s)
 			continue;
 		for (uint32_t p = 0; p < d->radix; p++)
-			free(s->port[p]);
-		free(s->vh);
+			df_oport_free(d, s->port[p]);
 		free(s);
 	}
 	for (uint32_t i = 0; i < d->nep; i++) {
 		struct df_ep *e = d->ep[i];
 		if (!e)
 			continue;
-		free(e->tx);
+		df_oport_free(d, e->tx);
 		free(e->ft);
 		free(e);
 	}
 	pool_free_all(&d->pkts);
 	pool_free_all(&d->msgs);
 	pool_free_all(&d->flows);
-	pool_free_all(&d->voqs);
 	free(d->sw);
 	free(d->ep);
 	free(d->att);
@@ -488,7 +476,6 @@ void fabric_dragonfly_build(struct sim *sim, const struct cfg *c)
 	pool_init(&d->pkts, sizeof(struct df_pkt), 4096);
 	pool_init(&d->msgs, sizeof(struct df_msg), 1024);
 	pool_init(&d->flows, sizeof(struct df_flow), 1024);
-	pool_init(&d->voqs, sizeof(struct df_voq), 1024);
 	df_counters_init(d);
 	sim_world_set(sim, "fabric", d);
 	sim_world_set(sim, "fabric.dragonfly", d);

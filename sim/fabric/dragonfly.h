@@ -58,9 +58,10 @@ struct df_pkt {
 	uint32_t wire;          /* bytes on the wire: payload + headers; credits are counted in these */
 	uint32_t sw;            /* switch it is at (or heading to) */
 	uint32_t sel;           /* random bits that fix the parallel-link choices of its route */
-	uint32_t dsw;           /* destination switch */
+	uint16_t dgrp;          /* destination switch: its group and its index in the group (kept apart so */
+	uint8_t didx;           /* that no hop divides) */
+	uint8_t dport;          /* destination's port on that switch */
 	uint16_t via;           /* intermediate group (local index) or intermediate switch (index in group) */
-	uint8_t dport;          /* destination's port on dsw */
 	uint8_t in_port;
 	uint8_t tc;
 	uint8_t hops;           /* switch-to-switch hops taken: the VC of the next one */
@@ -113,24 +114,36 @@ struct df_flow {
 	uint8_t seen_any, seen_ordered;
 };
 
+/* Telemetry of one (port, class), kept beside the state the hot path already touches and published to
+ * the stats registry by df_tel_publish (telemetry.c) at the end of the run. */
 struct df_tel {
-	uint64_t *tx_bytes, *tx_pkts, *queue_hwm, *stall_ps;
+	uint64_t tx_bytes, tx_pkts, queue_hwm, stall_ps;
+	uint8_t used;  /* the class carried traffic on this port: its counters appear in the outputs */
 };
 
-/* One traffic class of an output port: its VOQs (a ring of the non-empty ones, one per input port and
- * VC), and the credits it holds for the downstream input buffer of that class. */
+/* One non-empty virtual output queue: the packets from one input port on one VC for one (output, class),
+ * with its head's size and age kept here so arbitration scans a compact array, not the packets. */
+struct df_voq {
+	struct df_pkt *head, *tail;
+	simtime_t head_birth;
+	uint32_t head_wire;
+	uint16_t key;               /* in_port << 3 | vc */
+};
+
+/* One traffic class of an output port: its non-empty VOQs, and the credits it holds for the downstream
+ * input buffer of that class.  The VOQs form the arbiter's round-robin ring: array order from vq[cur]. */
 struct df_otc {
-	struct df_voq *ring;
-	uint32_t nvoq;
+	struct df_voq *vq;
+	uint16_t nvq, cap, cur;
 	uint16_t nvoq_vc[DF_MAX_VC]; /* VOQs per VC: lets arbitration skip a class whose VCs have no credit */
 	uint32_t need;            /* after a scan found nothing: the smallest head packet; 0 = unknown */
 	uint32_t queued;          /* bytes waiting in this class's VOQs */
 	uint32_t shared;          /* downstream shared credits (bytes) */
 	uint32_t avail;           /* shared + reserved: free downstream space */
 	uint32_t resv[DF_MAX_VC]; /* downstream reserved credits per VC (one unit each: deadlock freedom) */
-	simtime_t stall_since;    /* queued but blocked for credits since (0: not stalled) */
+	simtime_t stall_since;    /* queued but blocked for credits since (SIM_TIME_MAX: not stalled) */
 	uint64_t vtime;           /* fair-share virtual time between classes */
-	struct df_tel tel;        /* registered on first use */
+	struct df_tel tel;
 	/* endpoint congestion control, on ports to an endpoint: the fair rate offered to its sources */
 	double cc_rate;           /* Gb/s */
 	simtime_t cc_t0;          /* start of the current measurement interval */
@@ -143,12 +156,12 @@ struct df_oport {
 	simtime_t link_free;
 	simtime_t kick_at;      /* when the armed kick fires */
 	uint32_t kick_gen;      /* a kick event whose arg differs was superseded */
+	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
 	simtime_t link_lat;
 	void *owner;            /* struct df_rsw * or struct df_ep * */
 	uint64_t vclock;        /* virtual time of the last class served */
 	uint32_t peer;          /* downstream switch, or endpoint for DF_OP_EJECT */
 	uint32_t active;        /* bit per class with queued bytes */
-	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
 	uint8_t peer_port;
 	uint8_t kind;
 	uint8_t port;
@@ -157,20 +170,10 @@ struct df_oport {
 	struct df_otc tc[];
 };
 
-struct df_voq {
-	struct df_pkt *head, *tail;
-	struct df_voq *next, *prev; /* ring of the (output, class) arbiter */
-	uint32_t key;               /* in_port << 16 | out << 8 | tc << 4 | vc */
-	uint32_t head_wire;         /* the head packet's size and age, kept here so arbitration scans */
-	simtime_t head_birth;       /* the VOQ records without touching the packets */
-};
-
 /* A Rosetta switch, allocated when traffic first reaches it. */
 struct df_rsw {
 	uint32_t id, group, idx;
 	struct rng rng;
-	struct df_voq **vh;         /* VOQ table: open addressing by key, only the non-empty VOQs */
-	uint32_t vh_mask, vh_n;
 	struct df_oport *port[];    /* radix entries, allocated on first use */
 };
 
@@ -187,6 +190,12 @@ struct df_ep {
 	uint32_t ft_mask, ft_n;
 	struct df_flow *ring;       /* next sendable flow */
 	uint32_t nactive;
+	/* What the last round of the ring that sent nothing found, while still true (sum_valid): per class
+	 * the smallest unit held back by credits (UINT32_MAX: none), and the earliest paced flow.  Until
+	 * credits reach one of those or time reaches `wake`, a kick cannot send and skips the round. */
+	uint8_t sum_valid;
+	uint32_t need[DF_MAX_TC];
+	simtime_t wake;
 };
 
 struct df_attach {
@@ -241,7 +250,7 @@ struct df {
 	struct df_attach *att;
 	struct df_ep **ep;
 	struct df_rsw **sw;
-	struct pool pkts, msgs, flows, voqs;
+	struct pool pkts, msgs, flows;
 	size_t port_bytes;          /* size of one df_oport */
 	uint64_t ports_alloc, switches_alloc, eps_alloc;
 	struct df_counters c;
@@ -250,9 +259,24 @@ struct df {
 /* --- dragonfly.c: topology arithmetic --- */
 static inline uint32_t df_group_of_sw(const struct df *d, uint32_t sw) { return sw / d->a; }
 static inline uint32_t df_idx_of_sw(const struct df *d, uint32_t sw) { return sw % d->a; }
-uint32_t df_local_port(const struct df *d, uint32_t si, uint32_t sj, uint32_t r);
-/* The r-th global link from local group G to local group T: switch index in G and port. */
-void df_gateway(const struct df *d, uint32_t G, uint32_t T, uint32_t r, uint32_t *sw_idx, uint32_t *port);
+static inline uint32_t df_local_port(const struct df *d, uint32_t si, uint32_t sj, uint32_t r)
+{
+	return d->local0 + (sj < si ? sj : sj - 1) * d->llp + r;
+}
+/* The r-th global link from local group G to local group T: switch index in G and port (from the table
+ * when there is one: routing asks at every hop). */
+void df_gateway_arith(const struct df *d, uint32_t G, uint32_t T, uint32_t r, uint32_t *sw_idx, uint32_t *port);
+static inline void df_gateway(const struct df *d, uint32_t G, uint32_t T, uint32_t r, uint32_t *sw_idx,
+			      uint32_t *port)
+{
+	if (__builtin_expect(d->gwtab != NULL, 1)) {
+		const uint8_t *e = &d->gwtab[((size_t)(G * d->g + T) * d->lpp + r) * 2];
+		*sw_idx = e[0];
+		*port = e[1];
+		return;
+	}
+	df_gateway_arith(d, G, T, r, sw_idx, port);
+}
 /* Downstream end of (switch, port): switch id and its input port; false when the port is unconnected. */
 bool df_port_peer(const struct df *d, uint32_t sw, uint32_t port, uint32_t *peer_sw, uint32_t *peer_port);
 simtime_t df_ser(const struct df *d, uint32_t wire);
@@ -284,6 +308,7 @@ uint32_t df_next_port(const struct df *d, const struct df_rsw *s, struct df_pkt 
 struct df_rsw *df_switch(struct df *d, uint32_t id);
 struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port);
 struct df_oport *df_oport_new(struct df *d, enum df_port_kind kind, void *owner, uint32_t port);
+void df_oport_free(struct df *d, struct df_oport *op);
 uint32_t df_port_depth(const struct df *d, const struct df_rsw *s, uint32_t port, uint32_t tc);
 void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg);
 void df_ev_credit(struct sim *sim, void *obj, uint64_t arg);
@@ -317,13 +342,9 @@ void df_cc_sent(const struct df *d, struct df_flow *f, uint32_t wire, simtime_t 
 void df_flow_feedback_done(struct df *d, struct df_flow *f);
 
 /* --- telemetry.c --- */
-void df_tel_register(struct df *d, struct df_oport *op, uint32_t tc);
-static inline struct df_tel *df_tel(struct df *d, struct df_oport *op, uint32_t tc)
-{
-	if (__builtin_expect(!op->tc[tc].tel.tx_bytes, 0))
-		df_tel_register(d, op, tc);
-	return &op->tc[tc].tel;
-}
+/* Register every (port, class) that carried traffic in the stats registry, with its current values
+ * (idempotent: run before the stats are written). */
+void df_tel_publish(struct df *d);
 void df_counters_init(struct df *d);
 void df_summary(struct sim *sim, FILE *f);
 

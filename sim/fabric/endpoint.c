@@ -168,7 +168,31 @@ static inline bool window_open(const struct df *d, const struct df_flow *f, uint
 	return !d->cc || !f->inflight_bytes || f->inflight_bytes + wire <= f->window;
 }
 
-static inline uint32_t next_wire(const struct df *d, const struct df_flow *f);
+/* Whether a round of the ring could send anything, from what the last failed round found (see df_ep). */
+static bool round_may_send(const struct df *d, const struct df_ep *e, const struct df_oport *op, simtime_t now)
+{
+	if (!e->sum_valid || now >= e->wake)
+		return true;
+	for (uint32_t tc = 0; tc < d->ntc; tc++)
+		if (e->need[tc] != UINT32_MAX && df_credit_ok(&op->tc[tc], 0, e->need[tc]))
+			return true;
+	return false;
+}
+
+/* A flow that joins the ring joins the summary of the last failed round. */
+static void summary_add(const struct df *d, struct df_ep *e, const struct df_flow *f, simtime_t now)
+{
+	if (!e->sum_valid)
+		return;
+	if (f->next_send > now) {
+		if (f->next_send < e->wake)
+			e->wake = f->next_send;
+	} else {
+		uint32_t w = next_wire(d, f);
+		if (w < e->need[f->tc])
+			e->need[f->tc] = w;
+	}
+}
 
 /* A flow with a message to send joins the ring, unless its in-flight cap holds it (it is then parked
  * until congestion feedback retires some of its bytes). */
@@ -177,6 +201,7 @@ static void flow_wake(struct df *d, struct df_ep *e, struct df_flow *f)
 	if (window_open(d, f, next_wire(d, f))) {
 		f->state = DF_FLOW_ACTIVE;
 		ring_add(e, f);
+		summary_add(d, e, f, sim_now(d->sim));
 		df_inject_kick(d, e);
 	} else {
 		f->state = DF_FLOW_PARKED;
@@ -198,10 +223,11 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 	struct df_oport *op = e->tx;
 	struct df_otc *t = &op->tc[f->tc];
 	struct df_pkt *pkt = pool_get(&d->pkts);
+	uint32_t dsw = m->dst / d->p;
 	*pkt = (struct df_pkt){
 		.msg = msg, .up = op, .birth = now, .wire = wire, .sw = e->sw, .rmin16 = 65535,
-		.dsw = m->dst / d->p, .via = DF_NONE, .dport = (uint8_t)(m->dst % d->p),
-		.in_port = (uint8_t)(e->id % d->p), .tc = f->tc,
+		.dgrp = (uint16_t)df_group_of_sw(d, dsw), .didx = (uint8_t)df_idx_of_sw(d, dsw), .via = DF_NONE,
+		.dport = (uint8_t)(m->dst - dsw * d->p), .in_port = (uint8_t)(e->id % d->p), .tc = f->tc,
 		.flags = m->flags & FABRIC_ORDERED ? DF_PKT_ORDERED : 0,
 	};
 	double r16 = f->rate / d->line_gbps * 65535.0;
@@ -226,11 +252,11 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 	if (d->cc)
 		df_cc_sent(d, f, wire, now);
 	op->link_free = now + df_ser(d, wire);
-	struct df_tel *tel = df_tel(d, op, f->tc);
-	*tel->tx_bytes += wire;
-	(*tel->tx_pkts)++;
+	t->tel.used = 1;
+	t->tel.tx_bytes += wire;
+	t->tel.tx_pkts++;
 	if (t->stall_since != SIM_TIME_MAX) {
-		*tel->stall_ps += now - t->stall_since;
+		t->tel.stall_ps += now - t->stall_since;
 		t->stall_since = SIM_TIME_MAX;
 	}
 	(*d->c.pkts_injected)++;
@@ -247,6 +273,18 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 		df_arm_kick(d, op, op->link_free);
 		return;
 	}
+	if (!round_may_send(d, e, op, now)) {
+		/* The round would find the same: nothing to send or park, the same classes stalled, the same
+		 * flow to wait for. */
+		for (uint32_t tc = 0; tc < d->ntc; tc++)
+			if (e->need[tc] != UINT32_MAX && op->tc[tc].stall_since == SIM_TIME_MAX)
+				op->tc[tc].stall_since = now;
+		if (e->wake != SIM_TIME_MAX)
+			df_arm_kick(d, op, e->wake);
+		return;
+	}
+	for (uint32_t tc = 0; tc < d->ntc; tc++)
+		e->need[tc] = UINT32_MAX;
 	struct df_flow *f = e->ring;
 	for (uint32_t n = e->nactive; n--;) {
 		struct df_flow *next = f->next;
@@ -259,11 +297,14 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 		} else if (!df_credit_ok(t, 0, wire)) {
 			if (t->stall_since == SIM_TIME_MAX)
 				t->stall_since = now;
+			if (wire < e->need[f->tc])
+				e->need[f->tc] = wire;
 		} else if (!window_open(d, f, wire)) {
 			ring_del(e, f);
 			f->state = DF_FLOW_PARKED;
 		} else {
 			bool stays = f->state == DF_FLOW_ACTIVE;
+			e->sum_valid = 0;
 			inject(d, e, f, payload, wire, now);
 			if (stays && f->state == DF_FLOW_ACTIVE)
 				e->ring = f->next; /* round robin between flows, unit by unit */
@@ -273,6 +314,8 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 		}
 		f = next;
 	}
+	e->sum_valid = 1;
+	e->wake = wake;
 	if (wake != SIM_TIME_MAX)
 		df_arm_kick(d, op, wake);
 }

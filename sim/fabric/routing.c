@@ -32,7 +32,7 @@ static inline uint32_t global_choice(const struct df *d, uint32_t sel, uint32_t 
 uint32_t df_next_port(const struct df *d, const struct df_rsw *s, struct df_pkt *pkt)
 {
 	uint32_t G = s->group, si = s->idx;
-	uint32_t dg = df_group_of_sw(d, pkt->dsw), di = df_idx_of_sw(d, pkt->dsw);
+	uint32_t dg = pkt->dgrp, di = pkt->didx;
 	uint32_t T;
 	if (pkt->flags & DF_PKT_VIA_GROUP) {
 		if (G == pkt->via)
@@ -176,7 +176,7 @@ static void choose_adaptive(struct df *d, struct df_rsw *s, struct df_pkt *pkt, 
 void df_route_first(struct df *d, struct df_rsw *s, struct df_pkt *pkt)
 {
 	pkt->flags |= DF_PKT_ROUTED;
-	if (pkt->dsw == s->id) {
+	if (pkt->dgrp == s->group && pkt->didx == s->idx) {
 		(*d->c.route_local)++;
 		return;
 	}
@@ -191,7 +191,7 @@ void df_route_first(struct df *d, struct df_rsw *s, struct df_pkt *pkt)
 		(*(fl->pin_flags & DF_PKT_NONMIN ? d->c.route_nonminimal : d->c.route_minimal))++;
 		return;
 	}
-	uint32_t dg = df_group_of_sw(d, pkt->dsw), di = df_idx_of_sw(d, pkt->dsw);
+	uint32_t dg = pkt->dgrp, di = pkt->didx;
 	struct cand c;
 	switch (d->routing) {
 	case DF_ROUTE_MINIMAL: make_minimal(d, s, dg, di, &c); break;

@@ -5,8 +5,11 @@
  * no credits).  Names:
  *   fabric.sw.<switch>.port.<port>.tc.<tc>.{tx_bytes,tx_pkts,queue_hwm_bytes,stall_ps}
  *   fabric.ep.<endpoint>.tc.<tc>.{...}         (the endpoint's injection port)
- * They are registered when a port and class first carry traffic, so a run's telemetry covers what it used
- * (an Aurora-size fabric does not register millions of idle counters).  Fabric-wide counters, registered
+ * Only the ports and classes that carried traffic appear, so a run's telemetry covers what it used (an
+ * Aurora-size fabric does not register millions of idle counters).  The values live in the port records
+ * (the hot path adds to memory it already holds, and registering names costs nothing per packet) and are
+ * published to the stats registry when the fabric writes its summary, which precedes the stats in
+ * metrics.json and telemetry.csv; df_tel_publish may be called again at any time to refresh them.  Fabric-wide counters, registered
  * at build: messages and packets, hops, route kinds (local / minimal / nonminimal / pinned), congestion
  * control feedback that throttled a source, reordered messages.
  */
@@ -14,19 +17,35 @@
 #include "../util.h"
 #include "dragonfly.h"
 
-void df_tel_register(struct df *d, struct df_oport *op, uint32_t tc)
+static void publish(struct stats *st, const struct df_tel *t, const char *pfx)
+{
+	*stats_counter(st, "%s.tx_bytes", pfx) = t->tx_bytes;
+	*stats_counter(st, "%s.tx_pkts", pfx) = t->tx_pkts;
+	*stats_counter(st, "%s.queue_hwm_bytes", pfx) = t->queue_hwm;
+	*stats_counter(st, "%s.stall_ps", pfx) = t->stall_ps;
+}
+
+void df_tel_publish(struct df *d)
 {
 	struct stats *st = sim_stats(d->sim);
-	struct df_tel *t = &op->tc[tc].tel;
 	char pfx[96];
-	if (op->kind == DF_OP_INJECT)
-		snprintf(pfx, sizeof(pfx), "fabric.ep.%u.tc.%u", ((struct df_ep *)op->owner)->id, tc);
-	else
-		snprintf(pfx, sizeof(pfx), "fabric.sw.%u.port.%u.tc.%u", ((struct df_rsw *)op->owner)->id, op->port, tc);
-	t->tx_bytes = stats_counter(st, "%s.tx_bytes", pfx);
-	t->tx_pkts = stats_counter(st, "%s.tx_pkts", pfx);
-	t->queue_hwm = stats_counter(st, "%s.queue_hwm_bytes", pfx);
-	t->stall_ps = stats_counter(st, "%s.stall_ps", pfx);
+	for (uint32_t i = 0; i < d->nsw; i++) {
+		const struct df_rsw *s = d->sw[i];
+		for (uint32_t p = 0; s && p < d->radix; p++)
+			for (uint32_t tc = 0; s->port[p] && tc < d->ntc; tc++) {
+				if (!s->port[p]->tc[tc].tel.used)
+					continue;
+				snprintf(pfx, sizeof(pfx), "fabric.sw.%u.port.%u.tc.%u", i, p, tc);
+				publish(st, &s->port[p]->tc[tc].tel, pfx);
+			}
+	}
+	for (uint32_t i = 0; i < d->nep; i++)
+		for (uint32_t tc = 0; d->ep[i] && tc < d->ntc; tc++) {
+			if (!d->ep[i]->tx->tc[tc].tel.used)
+				continue;
+			snprintf(pfx, sizeof(pfx), "fabric.ep.%u.tc.%u", i, tc);
+			publish(st, &d->ep[i]->tx->tc[tc].tel, pfx);
+		}
 }
 
 void df_counters_init(struct df *d)
@@ -62,6 +81,7 @@ static const char *arrangement_name(enum df_arrangement a)
 void df_summary(struct sim *sim, FILE *f)
 {
 	struct df *d = sim_world_get(sim, "fabric.dragonfly");
+	df_tel_publish(d); /* the summary is written before the stats */
 	fprintf(f, "{\"topology\": \"dragonfly\", \"preset\": \"%s\", \"machine_groups\": %u, \"groups\": %u, "
 		   "\"switches_per_group\": %u, \"endpoints_per_switch\": %u, \"global_ports_per_switch\": %u, "
 		   "\"global_links_per_pair\": %u, \"local_links_per_pair\": %u, \"global_arrangement\": \"%s\", "

@@ -13,8 +13,13 @@
  * Because VOQs of one input share that input's buffer, packets for a congested endpoint can fill it: the
  * upstream output then has no credits for anyone, and the congestion spreads backwards (tree saturation)
  * unless endpoint congestion control (endpoint.c) holds the contributing sources back.
+ *
+ * Cost: an output's non-empty VOQs of a class sit in one small array (the arbiter's ring, in order), so
+ * finding a packet's VOQ and arbitrating scan contiguous memory; a packet that finds its output idle,
+ * free and with credits leaves in its arrival event without being queued.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../fabric/dragonfly.h"
 #include "../stats.h"
@@ -30,8 +35,6 @@ struct df_rsw *df_switch(struct df *d, uint32_t id)
 	s->group = df_group_of_sw(d, id);
 	s->idx = df_idx_of_sw(d, id);
 	rng_init_idx(&s->rng, sim_seed(d->sim), "fabric.sw", id);
-	s->vh_mask = 15;
-	s->vh = xcalloc(16, sizeof(*s->vh));
 	d->sw[id] = s;
 	d->switches_alloc++;
 	return s;
@@ -60,6 +63,15 @@ struct df_oport *df_oport_new(struct df *d, enum df_port_kind kind, void *owner,
 	}
 	d->ports_alloc++;
 	return op;
+}
+
+void df_oport_free(struct df *d, struct df_oport *op)
+{
+	if (!op)
+		return;
+	for (uint32_t t = 0; t < d->ntc; t++)
+		free(op->tc[t].vq);
+	free(op);
 }
 
 struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port)
@@ -103,72 +115,41 @@ uint32_t df_port_depth(const struct df *d, const struct df_rsw *s, uint32_t port
 	return t->queued + (used > op->credit_rtt ? used - op->credit_rtt : 0);
 }
 
-/* ---- VOQ table: open addressing over the non-empty VOQs of a switch ---- */
+/* ---- the VOQs of an (output, class): an array in round-robin order from vq[cur] ---- */
 
-static inline uint32_t vh_slot(uint32_t key, uint32_t mask)
+static inline uint16_t voq_key(uint32_t in_port, uint32_t vc)
 {
-	return df_mix(key, 0) & mask;
+	return (uint16_t)(in_port << 3 | vc);
 }
 
-static void vh_grow(struct df_rsw *s)
+static inline uint32_t voq_vc(const struct df_voq *v)
 {
-	uint32_t oldn = s->vh_mask + 1, mask = oldn * 2 - 1;
-	struct df_voq **old = s->vh, **t = xcalloc(mask + 1, sizeof(*t));
-	for (uint32_t i = 0; i < oldn; i++) {
-		if (!old[i])
-			continue;
-		uint32_t j = vh_slot(old[i]->key, mask);
-		while (t[j])
-			j = (j + 1) & mask;
-		t[j] = old[i];
-	}
-	free(old);
-	s->vh = t;
-	s->vh_mask = mask;
+	return v->key & 7;
 }
 
-static struct df_voq *voq_get(struct df *d, struct df_rsw *s, uint32_t key, bool *created)
+/* A new VOQ joins at the end of the round, just before the cursor. */
+static struct df_voq *voq_insert(struct df_otc *t, uint16_t key)
 {
-	uint32_t i = vh_slot(key, s->vh_mask);
-	for (struct df_voq *v; (v = s->vh[i]); i = (i + 1) & s->vh_mask)
-		if (v->key == key) {
-			*created = false;
-			return v;
-		}
-	if ((s->vh_n + 1) * 2 > s->vh_mask + 1) {
-		vh_grow(s);
-		i = vh_slot(key, s->vh_mask);
-		while (s->vh[i])
-			i = (i + 1) & s->vh_mask;
+	if (t->nvq == t->cap) {
+		t->cap = t->cap ? (uint16_t)(t->cap * 2) : 4;
+		t->vq = xrealloc(t->vq, t->cap * sizeof(*t->vq));
 	}
-	struct df_voq *v = pool_get(&d->voqs);
+	uint32_t at = t->nvq ? t->cur : 0;
+	memmove(&t->vq[at + 1], &t->vq[at], (t->nvq - at) * sizeof(*t->vq));
+	t->nvq++;
+	if (t->nvq > 1)
+		t->cur++;
+	struct df_voq *v = &t->vq[at];
 	v->key = key;
-	v->head = v->tail = NULL;
-	s->vh[i] = v;
-	s->vh_n++;
-	*created = true;
 	return v;
 }
 
-/* Backward-shift deletion keeps probe sequences intact without tombstones. */
-static void voq_remove(struct df_rsw *s, struct df_voq *v)
+/* Removing the VOQ at i leaves the cursor on the one that followed it. */
+static void voq_remove(struct df_otc *t, uint32_t i)
 {
-	uint32_t mask = s->vh_mask, i = vh_slot(v->key, mask);
-	while (s->vh[i] != v)
-		i = (i + 1) & mask;
-	for (uint32_t j = i;;) {
-		j = (j + 1) & mask;
-		if (!s->vh[j])
-			break;
-		uint32_t k = vh_slot(s->vh[j]->key, mask);
-		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-		if (!stays) {
-			s->vh[i] = s->vh[j];
-			i = j;
-		}
-	}
-	s->vh[i] = NULL;
-	s->vh_n--;
+	memmove(&t->vq[i], &t->vq[i + 1], (t->nvq - i - 1) * sizeof(*t->vq));
+	t->nvq--;
+	t->cur = (uint16_t)(t->nvq && i < t->nvq ? i : 0);
 }
 
 /* ---- events ---- */
@@ -183,67 +164,65 @@ void df_arm_kick(struct df *d, struct df_oport *op, simtime_t at)
 	sim_schedule_at(d->sim, at, df_ev_kick, op, ++op->kick_gen);
 }
 
-/* The head packet that may go next on (output, class) t: the oldest, or the next in round-robin order,
- * among the VOQs whose head fits the downstream credits.  In a saturated fabric most calls find nothing:
- * a failed scan remembers the smallest head it saw, and until a VOQ or its head changes, credits below
- * that size skip the scan. */
-static struct df_voq *pick_voq(const struct df *d, const struct df_oport *op, struct df_otc *t)
+/* The VOQ (index) whose head may go next on (output, class) t: the oldest, or the next in round-robin
+ * order, among the VOQs whose head fits the downstream credits; -1 if none.  In a saturated fabric most
+ * calls find nothing: a failed scan remembers the smallest head it saw, and until a VOQ or its head
+ * changes, credits below that size skip the scan. */
+static int pick_voq(const struct df *d, const struct df_oport *op, struct df_otc *t)
 {
 	bool eject = op->kind == DF_OP_EJECT;
-	struct df_voq *v = t->ring, *best = NULL;
 	if (!eject && t->need) {
 		bool any = t->shared >= t->need;
 		for (uint32_t vc = 0; vc < DF_MAX_VC && !any; vc++)
 			any = t->nvoq_vc[vc] && t->resv[vc] >= t->need;
 		if (!any)
-			return NULL;
+			return -1;
 	}
-	uint32_t need = UINT32_MAX;
+	uint32_t n = t->nvq, i = t->cur, need = UINT32_MAX;
+	int best = -1;
+	const struct df_voq *vq = t->vq;
+	if (eject) {
+		if (d->arb == DF_ARB_ROUND_ROBIN)
+			return n ? (int)i : -1;
+		simtime_t bb = SIM_TIME_MAX;
+		for (uint32_t k = n; k--; i = i + 1 == n ? 0 : i + 1)
+			if (best < 0 || vq[i].head_birth < bb) {
+				best = (int)i;
+				bb = vq[i].head_birth;
+			}
+		return best;
+	}
 	if (d->arb == DF_ARB_ROUND_ROBIN) {
-		for (uint32_t n = t->nvoq; n--; v = v->next) {
-			if (eject || df_credit_ok(t, v->key & 15, v->head_wire))
-				return v;
-			need = v->head_wire < need ? v->head_wire : need;
+		for (uint32_t k = n; k--; i = i + 1 == n ? 0 : i + 1) {
+			if (df_credit_ok(t, voq_vc(&vq[i]), vq[i].head_wire))
+				return (int)i;
+			need = vq[i].head_wire < need ? vq[i].head_wire : need;
 		}
 	} else {
-		for (uint32_t n = t->nvoq; n--; v = v->next) {
-			if (!eject && !df_credit_ok(t, v->key & 15, v->head_wire)) {
-				need = v->head_wire < need ? v->head_wire : need;
+		simtime_t bb = SIM_TIME_MAX;
+		for (uint32_t k = n; k--; i = i + 1 == n ? 0 : i + 1) {
+			if (!df_credit_ok(t, voq_vc(&vq[i]), vq[i].head_wire)) {
+				need = vq[i].head_wire < need ? vq[i].head_wire : need;
 				continue;
 			}
-			if (!best || v->head_birth < best->head_birth)
-				best = v;
+			if (best < 0 || vq[i].head_birth < bb) {
+				best = (int)i;
+				bb = vq[i].head_birth;
+			}
 		}
 	}
-	if (!best && t->nvoq)
+	if (best < 0 && n)
 		t->need = need;
 	return best;
 }
 
-static void transmit(struct df *d, struct df_oport *op, uint32_t tc, struct df_voq *v, simtime_t now)
+/* Send pkt (already out of its VOQ) on op: credits, fair-share clock, link, telemetry, the credit back
+ * upstream, and the packet on to the next switch or the endpoint. */
+static void send_unit(struct df *d, struct df_oport *op, uint32_t tc, uint32_t vc, struct df_pkt *pkt, simtime_t now)
 {
 	struct df_otc *t = &op->tc[tc];
-	struct df_pkt *pkt = v->head;
-	uint32_t vc = v->key & 15, wire = pkt->wire;
-	v->head = pkt->next;
+	uint32_t wire = pkt->wire;
 	t->need = 0;
-	if (v->head) {
-		v->head_wire = v->head->wire;
-		v->head_birth = v->head->birth;
-		t->ring = v->next;
-	} else {
-		/* Empty VOQs leave the ring and the table. */
-		t->nvoq_vc[vc]--;
-		if (--t->nvoq) {
-			v->prev->next = v->next;
-			v->next->prev = v->prev;
-			t->ring = v->next;
-		} else {
-			t->ring = NULL;
-		}
-		voq_remove(op->owner, v);
-		pool_put(&d->voqs, v);
-	}
 	t->queued -= wire;
 	if (!t->queued)
 		op->active &= ~(1u << tc);
@@ -261,11 +240,10 @@ static void transmit(struct df *d, struct df_oport *op, uint32_t tc, struct df_v
 
 	simtime_t end = now + df_ser(d, wire);
 	op->link_free = end;
-	struct df_tel *tel = &t->tel;
-	*tel->tx_bytes += wire;
-	(*tel->tx_pkts)++;
+	t->tel.tx_bytes += wire;
+	t->tel.tx_pkts++;
 	if (t->stall_since != SIM_TIME_MAX) {
-		*tel->stall_ps += now - t->stall_since;
+		t->tel.stall_ps += now - t->stall_since;
 		t->stall_since = SIM_TIME_MAX;
 	}
 	/* Our input slot frees as the tail leaves; the credit travels back over the same link. */
@@ -289,6 +267,26 @@ static void transmit(struct df *d, struct df_oport *op, uint32_t tc, struct df_v
 		df_arm_kick(d, op, end);
 }
 
+/* Dequeue the head of VOQ i of class tc and send it. */
+static void transmit(struct df *d, struct df_oport *op, uint32_t tc, uint32_t i, simtime_t now)
+{
+	struct df_otc *t = &op->tc[tc];
+	struct df_voq *v = &t->vq[i];
+	struct df_pkt *pkt = v->head;
+	uint32_t vc = voq_vc(v);
+	v->head = pkt->next;
+	if (v->head) {
+		v->head_wire = v->head->wire;
+		v->head_birth = v->head->birth;
+		t->cur = (uint16_t)(i + 1 == t->nvq ? 0 : i + 1);
+	} else {
+		/* Empty VOQs leave the ring. */
+		t->nvoq_vc[vc]--;
+		voq_remove(t, i);
+	}
+	send_unit(d, op, tc, vc, pkt, now);
+}
+
 static void switch_kick(struct df *d, struct df_oport *op)
 {
 	simtime_t now = sim_now(d->sim);
@@ -296,26 +294,26 @@ static void switch_kick(struct df *d, struct df_oport *op)
 		df_arm_kick(d, op, op->link_free);
 		return;
 	}
-	struct df_voq *best = NULL;
+	int best = -1;
 	uint32_t best_tc = 0;
 	uint64_t best_vt = UINT64_MAX;
 	for (uint32_t m = op->active; m; m &= m - 1) {
 		uint32_t tc = (uint32_t)__builtin_ctz(m);
 		struct df_otc *t = &op->tc[tc];
-		struct df_voq *v = pick_voq(d, op, t);
-		if (!v) {
+		int i = pick_voq(d, op, t);
+		if (i < 0) {
 			if (t->stall_since == SIM_TIME_MAX)
 				t->stall_since = now;
 			continue;
 		}
 		if (t->vtime < best_vt) {
 			best_vt = t->vtime;
-			best = v;
+			best = i;
 			best_tc = tc;
 		}
 	}
-	if (best)
-		transmit(d, op, best_tc, best, now);
+	if (best >= 0)
+		transmit(d, op, best_tc, (uint32_t)best, now);
 }
 
 void df_ev_kick(struct sim *sim, void *obj, uint64_t arg)
@@ -349,42 +347,49 @@ void df_ev_credit(struct sim *sim, void *obj, uint64_t arg)
 		switch_kick(op->df, op);
 }
 
+/* The packet joins VOQ (in_port, vc) of class t. */
+static void enqueue(struct df_otc *t, struct df_pkt *pkt, uint32_t vc)
+{
+	uint16_t key = voq_key(pkt->in_port, vc);
+	struct df_voq *v = NULL;
+	for (uint32_t i = 0, n = t->nvq; i < n; i++)
+		if (t->vq[i].key == key) {
+			v = &t->vq[i];
+			break;
+		}
+	pkt->next = NULL;
+	if (v) {
+		v->tail->next = pkt;
+		v->tail = pkt;
+		return;
+	}
+	v = voq_insert(t, key);
+	v->head = v->tail = pkt;
+	v->head_wire = pkt->wire;
+	v->head_birth = pkt->birth;
+	t->nvoq_vc[vc]++;
+	t->need = 0;
+}
+
 void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct df *d = obj;
 	struct df_pkt *pkt = (struct df_pkt *)(uintptr_t)arg;
 	struct df_rsw *s = df_switch(d, pkt->sw);
+	simtime_t now = sim_now(sim);
 	if (!(pkt->flags & DF_PKT_ROUTED))
 		df_route_first(d, s, pkt);
 	(*d->c.hops)++;
 	uint32_t out = df_next_port(d, s, pkt);
 	struct df_oport *op = df_port(d, s, out);
 	uint32_t tc = pkt->tc, vc = op->kind == DF_OP_EJECT ? 0 : pkt->hops;
-	bool created;
-	struct df_voq *v = voq_get(d, s, (uint32_t)pkt->in_port << 16 | out << 8 | tc << 4 | vc, &created);
-	pkt->next = NULL;
 	struct df_otc *t = &op->tc[tc];
-	if (created) {
-		v->head = v->tail = pkt;
-		v->head_wire = pkt->wire;
-		v->head_birth = pkt->birth;
-		if (t->ring) {
-			/* Join at the end of the round: just before the cursor. */
-			v->next = t->ring;
-			v->prev = t->ring->prev;
-			v->prev->next = v;
-			t->ring->prev = v;
-		} else {
-			v->next = v->prev = v;
-			t->ring = v;
-		}
-		t->nvoq++;
-		t->nvoq_vc[vc]++;
-		t->need = 0;
-	} else {
-		v->tail->next = pkt;
-		v->tail = pkt;
-	}
+	/* An output with nothing queued, its link free and no kick pending would pick this packet at once if
+	 * it fits the credits: send it without queueing it. */
+	bool direct = !op->active && !op->kick_armed && op->link_free <= now &&
+		      (op->kind == DF_OP_EJECT || df_credit_ok(t, vc, pkt->wire));
+	if (!direct)
+		enqueue(t, pkt, vc);
 	if (!t->queued) {
 		op->active |= 1u << tc;
 		if (t->vtime < op->vclock)
@@ -393,13 +398,15 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 	t->queued += pkt->wire;
 	if (d->cc) {
 		if (op->kind == DF_OP_EJECT)
-			df_cc_egress(d, t, pkt, sim_now(sim));
+			df_cc_egress(d, t, pkt, now);
 		else if (d->cc_fabric)
-			df_cc_link(d, t, pkt, sim_now(sim));
+			df_cc_link(d, t, pkt, now);
 	}
-	struct df_tel *tel = df_tel(d, op, tc);
-	if (t->queued > *tel->queue_hwm)
-		*tel->queue_hwm = t->queued;
-	if (!op->kick_armed)
+	t->tel.used = 1;
+	if (t->queued > t->tel.queue_hwm)
+		t->tel.queue_hwm = t->queued;
+	if (direct)
+		send_unit(d, op, tc, vc, pkt, now);
+	else if (!op->kick_armed)
 		switch_kick(d, op); /* sends now, or arms a kick for when the link frees */
 }
