@@ -150,7 +150,19 @@ struct df_otc {
 	double cc_send_ps;        /* since cc_t0: sum of units' wire times at their sources' rates */
 };
 
-/* A link transmitter: a switch output port, or an endpoint's injection port. */
+/* A credit on its way back over a link: it reaches the transmitter at `at`. */
+struct df_credit {
+	simtime_t at;
+	uint32_t wire;
+	uint8_t tc, vc, resv;
+};
+
+/* A link transmitter: a switch output port, or an endpoint's injection port.
+ *
+ * Credits come back through the link's credit channel `cr` (a ring ordered by arrival time) rather than as
+ * one event each: the transmitter takes in those that have arrived whenever it looks at its credits, and
+ * only a transmitter blocked on credits (credit_wait) needs a wake-up, which the downstream end arms when
+ * it returns a credit.  Decisions see exactly the credits an event per credit would have delivered. */
 struct df_oport {
 	struct df *df;
 	simtime_t link_free;
@@ -167,6 +179,9 @@ struct df_oport {
 	uint8_t port;
 	uint8_t kick_armed;
 	uint8_t global;         /* a global link (counts global hops) */
+	uint8_t credit_wait;    /* link free, packets waiting, none fits the credits: wake on a credit */
+	struct df_credit *cr;   /* credits on their way back, by arrival time: ring of cr_mask + 1 */
+	uint32_t cr_head, cr_n, cr_mask;
 	struct df_otc tc[];
 };
 
@@ -309,18 +324,33 @@ struct df_rsw *df_switch(struct df *d, uint32_t id);
 struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port);
 struct df_oport *df_oport_new(struct df *d, enum df_port_kind kind, void *owner, uint32_t port);
 void df_oport_free(struct df *d, struct df_oport *op);
-uint32_t df_port_depth(const struct df *d, const struct df_rsw *s, uint32_t port, uint32_t tc);
+uint32_t df_port_depth(struct df *d, const struct df_rsw *s, uint32_t port, uint32_t tc);
 void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg);
-void df_ev_credit(struct sim *sim, void *obj, uint64_t arg);
 void df_ev_kick(struct sim *sim, void *obj, uint64_t arg);
 /* Credits for a unit of `wire` bytes on VC vc: take shared space first, then the VC's reserved slot. */
 static inline bool df_credit_ok(const struct df_otc *t, uint32_t vc, uint32_t wire)
 {
 	return t->shared >= wire || t->resv[vc] >= wire;
 }
-static inline uint64_t df_credit_pack(uint32_t tc, uint32_t vc, bool resv, uint32_t wire)
+/* Take in the credits that have reached op by now. */
+static inline void df_credits_absorb(struct df_oport *op, simtime_t now)
 {
-	return (uint64_t)wire << 16 | (uint64_t)resv << 12 | (uint64_t)vc << 8 | tc;
+	while (op->cr_n && op->cr[op->cr_head].at <= now) {
+		const struct df_credit *c = &op->cr[op->cr_head];
+		struct df_otc *t = &op->tc[c->tc];
+		if (c->resv)
+			t->resv[c->vc] += c->wire;
+		else
+			t->shared += c->wire;
+		t->avail += c->wire;
+		op->cr_head = (op->cr_head + 1) & op->cr_mask;
+		op->cr_n--;
+	}
+}
+/* A blocked transmitter (credit_wait) wants to be woken when its next credit arrives. */
+static inline simtime_t df_next_credit(const struct df_oport *op)
+{
+	return op->cr_n ? op->cr[op->cr_head].at : SIM_TIME_MAX;
 }
 void df_arm_kick(struct df *d, struct df_oport *op, simtime_t at);
 

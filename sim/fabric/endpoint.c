@@ -263,6 +263,19 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 	sim_schedule_at(d->sim, now + d->lat_edge + d->sw_lat, df_ev_arrive, d, (uint64_t)(uintptr_t)pkt);
 }
 
+/* After a round that sent nothing: wake for the first paced flow, and for credits if some flow waits
+ * for them. */
+static void wait_round(struct df *d, struct df_ep *e, struct df_oport *op)
+{
+	bool blocked = false;
+	for (uint32_t tc = 0; tc < d->ntc; tc++)
+		blocked |= e->need[tc] != UINT32_MAX;
+	op->credit_wait = blocked;
+	df_arm_kick(d, op, e->wake);
+	if (blocked)
+		df_arm_kick(d, op, df_next_credit(op));
+}
+
 void df_inject_kick(struct df *d, struct df_ep *e)
 {
 	struct df_oport *op = e->tx;
@@ -273,14 +286,14 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 		df_arm_kick(d, op, op->link_free);
 		return;
 	}
+	df_credits_absorb(op, now);
 	if (!round_may_send(d, e, op, now)) {
 		/* The round would find the same: nothing to send or park, the same classes stalled, the same
 		 * flow to wait for. */
 		for (uint32_t tc = 0; tc < d->ntc; tc++)
 			if (e->need[tc] != UINT32_MAX && op->tc[tc].stall_since == SIM_TIME_MAX)
 				op->tc[tc].stall_since = now;
-		if (e->wake != SIM_TIME_MAX)
-			df_arm_kick(d, op, e->wake);
+		wait_round(d, e, op);
 		return;
 	}
 	for (uint32_t tc = 0; tc < d->ntc; tc++)
@@ -305,6 +318,7 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 		} else {
 			bool stays = f->state == DF_FLOW_ACTIVE;
 			e->sum_valid = 0;
+			op->credit_wait = 0;
 			inject(d, e, f, payload, wire, now);
 			if (stays && f->state == DF_FLOW_ACTIVE)
 				e->ring = f->next; /* round robin between flows, unit by unit */
@@ -316,8 +330,7 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 	}
 	e->sum_valid = 1;
 	e->wake = wake;
-	if (wake != SIM_TIME_MAX)
-		df_arm_kick(d, op, wake);
+	wait_round(d, e, op);
 }
 
 void df_send(struct sim *sim, struct fabric *fab, struct fabric_msg *m)

@@ -16,7 +16,9 @@
  *
  * Cost: an output's non-empty VOQs of a class sit in one small array (the arbiter's ring, in order), so
  * finding a packet's VOQ and arbitrating scan contiguous memory; a packet that finds its output idle,
- * free and with credits leaves in its arrival event without being queued.
+ * free and with credits leaves in its arrival event without being queued; credits return through the
+ * link's credit channel, read when the transmitter next decides (see df_oport), so a hop costs one event,
+ * plus one when the packet has to wait for its output.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,7 @@ void df_oport_free(struct df *d, struct df_oport *op)
 		return;
 	for (uint32_t t = 0; t < d->ntc; t++)
 		free(op->tc[t].vq);
+	free(op->cr);
 	free(op);
 }
 
@@ -99,18 +102,19 @@ struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port)
 	return op;
 }
 
-uint32_t df_port_depth(const struct df *d, const struct df_rsw *s, uint32_t port, uint32_t tc)
+uint32_t df_port_depth(struct df *d, const struct df_rsw *s, uint32_t port, uint32_t tc)
 {
 	/* Bytes waiting for this output, plus the downstream input buffer's occupancy beyond what a busy
 	 * link always holds (one credit round trip at line rate, plus the unit being forwarded, which in chunk
 	 * mode is a whole chunk): when the next switch cannot forward, its
 	 * buffer fills and the congestion shows here one hop early. */
-	const struct df_oport *op = s->port[port];
+	struct df_oport *op = s->port[port];
 	if (!op)
 		return 0;
 	const struct df_otc *t = &op->tc[tc];
 	if (op->kind == DF_OP_EJECT)
 		return t->queued;
+	df_credits_absorb(op, sim_now(d->sim));
 	uint32_t used = d->buf[tc] - t->avail;
 	return t->queued + (used > op->credit_rtt ? used - op->credit_rtt : 0);
 }
@@ -152,12 +156,45 @@ static void voq_remove(struct df_otc *t, uint32_t i)
 	t->cur = (uint16_t)(t->nvq && i < t->nvq ? i : 0);
 }
 
+/* ---- the credit channel of a link (see df_oport) ---- */
+
+static void credit_grow(struct df_oport *op)
+{
+	uint32_t cap = op->cr ? (op->cr_mask + 1) * 2 : 16;
+	struct df_credit *c = xmalloc(cap * sizeof(*c));
+	for (uint32_t i = 0; i < op->cr_n; i++)
+		c[i] = op->cr[(op->cr_head + i) & op->cr_mask];
+	free(op->cr);
+	op->cr = c;
+	op->cr_head = 0;
+	op->cr_mask = cap - 1;
+}
+
+/* The tail of a unit left the buffer `up` holds credits for: the credit reaches `up` one link latency
+ * later.  Units leave an input buffer through different outputs with different serialization times, so
+ * arrival times are not quite in push order: insert from the back. */
+static void credit_return(struct df *d, struct df_oport *up, simtime_t at, uint32_t tc, uint32_t vc, bool resv,
+			  uint32_t wire)
+{
+	if (!up->cr || up->cr_n > up->cr_mask)
+		credit_grow(up);
+	uint32_t i = up->cr_n, mask = up->cr_mask;
+	for (; i && up->cr[(up->cr_head + i - 1) & mask].at > at; i--)
+		up->cr[(up->cr_head + i) & mask] = up->cr[(up->cr_head + i - 1) & mask];
+	up->cr[(up->cr_head + i) & mask] = (struct df_credit){ .at = at, .wire = wire, .tc = (uint8_t)tc,
+							       .vc = (uint8_t)vc, .resv = resv };
+	up->cr_n++;
+	if (up->credit_wait)
+		df_arm_kick(d, up, at);
+}
+
 /* ---- events ---- */
 
-/* One pending kick per port; arming an earlier one supersedes the later (its event is then ignored). */
+/* One pending kick per port; arming an earlier one supersedes the later (its event is then ignored).
+ * SIM_TIME_MAX: nothing to wait for. */
 void df_arm_kick(struct df *d, struct df_oport *op, simtime_t at)
 {
-	if (op->kick_armed && op->kick_at <= at)
+	if ((op->kick_armed && op->kick_at <= at) || at == SIM_TIME_MAX)
 		return;
 	op->kick_armed = 1;
 	op->kick_at = at;
@@ -248,8 +285,7 @@ static void send_unit(struct df *d, struct df_oport *op, uint32_t tc, uint32_t v
 	}
 	/* Our input slot frees as the tail leaves; the credit travels back over the same link. */
 	struct df_oport *up = pkt->up;
-	sim_schedule_at(d->sim, end + up->link_lat, df_ev_credit, up,
-			df_credit_pack(tc, pkt->upvc, pkt->flags & DF_PKT_RESV, wire));
+	credit_return(d, up, end + up->link_lat, tc, pkt->upvc, pkt->flags & DF_PKT_RESV, wire);
 
 	if (op->kind == DF_OP_EJECT) {
 		df_eject(d, op, pkt, end);
@@ -263,6 +299,9 @@ static void send_unit(struct df *d, struct df_oport *op, uint32_t tc, uint32_t v
 		pkt->in_port = op->peer_port;
 		sim_schedule_at(d->sim, now + op->link_lat + d->sw_lat, df_ev_arrive, d, (uint64_t)(uintptr_t)pkt);
 	}
+	/* A kick armed while blocked on credits is moot now: the link is busy until `end`. */
+	op->credit_wait = 0;
+	op->kick_armed = 0;
 	if (op->active)
 		df_arm_kick(d, op, end);
 }
@@ -294,6 +333,7 @@ static void switch_kick(struct df *d, struct df_oport *op)
 		df_arm_kick(d, op, op->link_free);
 		return;
 	}
+	df_credits_absorb(op, now);
 	int best = -1;
 	uint32_t best_tc = 0;
 	uint64_t best_vt = UINT64_MAX;
@@ -312,8 +352,12 @@ static void switch_kick(struct df *d, struct df_oport *op)
 			best_tc = tc;
 		}
 	}
-	if (best >= 0)
+	if (best >= 0) {
 		transmit(d, op, best_tc, (uint32_t)best, now);
+	} else {
+		op->credit_wait = 1;
+		df_arm_kick(d, op, df_next_credit(op));
+	}
 }
 
 void df_ev_kick(struct sim *sim, void *obj, uint64_t arg)
@@ -326,24 +370,6 @@ void df_ev_kick(struct sim *sim, void *obj, uint64_t arg)
 	if (op->kind == DF_OP_INJECT)
 		df_inject_kick(op->df, op->owner);
 	else
-		switch_kick(op->df, op);
-}
-
-void df_ev_credit(struct sim *sim, void *obj, uint64_t arg)
-{
-	struct df_oport *op = obj;
-	uint32_t tc = arg & 0xff, vc = (arg >> 8) & 0xf, wire = (uint32_t)(arg >> 16);
-	struct df_otc *t = &op->tc[tc];
-	if (arg >> 12 & 1)
-		t->resv[vc] += wire;
-	else
-		t->shared += wire;
-	t->avail += wire;
-	if (op->link_free > sim_now(sim))
-		return; /* a busy link re-arbitrates when it frees */
-	if (op->kind == DF_OP_INJECT)
-		df_inject_kick(op->df, op->owner);
-	else if (op->active && !op->kick_armed)
 		switch_kick(op->df, op);
 }
 
@@ -384,6 +410,7 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 	struct df_oport *op = df_port(d, s, out);
 	uint32_t tc = pkt->tc, vc = op->kind == DF_OP_EJECT ? 0 : pkt->hops;
 	struct df_otc *t = &op->tc[tc];
+	df_credits_absorb(op, now);
 	/* An output with nothing queued, its link free and no kick pending would pick this packet at once if
 	 * it fits the credits: send it without queueing it. */
 	bool direct = !op->active && !op->kick_armed && op->link_free <= now &&
@@ -407,6 +434,6 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 		t->tel.queue_hwm = t->queued;
 	if (direct)
 		send_unit(d, op, tc, vc, pkt, now);
-	else if (!op->kick_armed)
-		switch_kick(d, op); /* sends now, or arms a kick for when the link frees */
+	else if (!op->kick_armed || op->credit_wait)
+		switch_kick(d, op); /* sends now, or arms a kick for when the link frees or a credit arrives */
 }
