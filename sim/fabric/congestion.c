@@ -10,8 +10,9 @@
  * intervals (a small standing queue keeps the link busy).  The fixed point gives every unconstrained flow
  * (target - what the constrained ones use) / (their number): the max-min share; and since n counts flows,
  * not the arrival rate, it does not lag behind sources that have not yet slowed down.
- * Each unit that joins the queue sends R back to its own source (the reverse path's zero-load latency):
- * the sources that feed the endpoint, and only they, pace their flow to it at R (the gap after their last
+ * Each unit that joins the queue sends R back to its own source (the reverse path's zero-load latency; a
+ * record the source applies whenever it next looks at the flow, so feedback costs no event unless it has
+ * to wake a parked flow): the sources that feed the endpoint, and only they, pace their flow to it at R (the gap after their last
  * unit is recomputed with each new R, and never exceeds four intervals, so a flow held at a low rate keeps
  * probing and learns when R rises).  Flows through the same switches to other endpoints never see this
  * feedback and keep the fabric's buffers to themselves; without it (congestion_control: false) the queue
@@ -84,14 +85,11 @@ void df_cc_sent(const struct df *d, struct df_flow *f, uint32_t wire, simtime_t 
 	f->next_send = (slot > now ? now : slot) + g;
 }
 
-static void ev_feedback(struct sim *sim, void *obj, uint64_t arg)
+static void apply(struct df *d, struct df_flow *f, const struct df_fb *b)
 {
-	struct df_flow *f = obj;
-	struct df *d = f->ep->tx->df;
-	(void)sim;
 	f->feedback--;
-	f->inflight_bytes -= (uint32_t)arg;
-	f->rate = (double)(arg >> 32) / 1024.0;
+	f->inflight_bytes -= b->wire;
+	f->rate = (double)b->rate1024 / 1024.0;
 	df_cc_window(d, f);
 	/* A new rate re-times the next unit from the last one (a flow must not sit out a gap computed from an
 	 * old, lower rate). */
@@ -99,9 +97,36 @@ static void ev_feedback(struct sim *sim, void *obj, uint64_t arg)
 		f->next_send = 0;
 	else if (f->last_send + gap(d, f) < f->next_send)
 		f->next_send = f->last_send + gap(d, f);
-	if (f->state == DF_FLOW_ACTIVE)
-		f->ep->sum_valid = 0; /* its pacing changed: the endpoint's next round must look again */
+}
+
+void df_cc_absorb_due(struct df *d, struct df_flow *f, simtime_t now)
+{
+	struct df_fb *b;
+	while ((b = f->fb_head) && b->at <= now) {
+		apply(d, f, b);
+		f->fb_head = b->next;
+		pool_put(&d->fbs, b);
+	}
+	if (!f->fb_head)
+		f->fb_tail = NULL;
+}
+
+static void ev_fb_wake(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct df_flow *f = obj;
+	struct df *d = f->ep->tx->df;
+	(void)arg;
+	f->fb_wake = 0;
+	df_cc_absorb(d, f, sim_now(sim));
 	df_flow_feedback_done(d, f);
+}
+
+void df_cc_wake_parked(struct df *d, struct df_flow *f)
+{
+	if (!f->fb_wake && f->fb_head) {
+		f->fb_wake = 1;
+		sim_schedule_at(d->sim, f->fb_head->at, ev_fb_wake, f, 0);
+	}
 }
 
 /* A unit joins the queue of t: update the fair rate when an interval is over, count the unit. */
@@ -143,6 +168,28 @@ void df_cc_egress(struct df *d, struct df_otc *t, struct df_pkt *pkt, simtime_t 
 	struct df_flow *f = pkt->msg->flow;
 	if (rate < d->line_gbps)
 		(*d->c.cc_marks)++;
+	/* The record reaches the source after the reverse path's zero-load latency; records of a flow are in
+	 * time order (one latency, pushed in time order). */
+	struct df_fb *b = pool_get(&d->fbs);
+	b->next = NULL;
+	b->at = now + f->ack_lat;
+	b->rate1024 = (uint32_t)(rate * 1024.0);
+	b->wire = pkt->wire;
+	if (f->fb_tail)
+		f->fb_tail->next = b;
+	else
+		f->fb_head = b;
+	f->fb_tail = b;
 	f->feedback++;
-	sim_schedule(d->sim, f->ack_lat, ev_feedback, f, (uint64_t)(rate * 1024.0) << 32 | pkt->wire);
+	struct df_ep *e = f->ep;
+	if (f->state == DF_FLOW_PARKED) {
+		df_cc_wake_parked(d, f);
+	} else if (f->state == DF_FLOW_ACTIVE) {
+		/* The endpoint's next round must look at this flow once the record is there; a kick that
+		 * df_inject_kick skipped must happen after all if the record arrives by then. */
+		if (b->at < e->fb_min)
+			e->fb_min = b->at;
+		if (b->at <= e->lf_skip)
+			df_arm_kick(d, e->tx, e->lf_skip);
+	}
 }

@@ -88,6 +88,15 @@ struct df_msg {
 
 enum df_flow_state { DF_FLOW_IDLE, DF_FLOW_ACTIVE, DF_FLOW_PARKED };
 
+/* Congestion feedback on its way back to a flow's source (congestion.c): the source applies it when it
+ * next looks at the flow; only a parked flow is woken for it. */
+struct df_fb {
+	struct df_fb *next;
+	simtime_t at;            /* when it reaches the source */
+	uint32_t rate1024;       /* the fair rate, in 1/1024 Gb/s */
+	uint32_t wire;           /* bytes it retires from the flow's in-flight count */
+};
+
 /* Per (source endpoint, destination, traffic class): the message queue, the paced rate and in-flight
  * bytes of endpoint congestion control, the pinned route of ordered traffic, and reorder detection.  Exists
  * while it has messages queued or unacknowledged, or congestion feedback on its way. */
@@ -98,7 +107,7 @@ struct df_flow {
 	uint32_t dst;
 	uint32_t inflight;           /* units of messages not yet acknowledged */
 	uint32_t routed_ordered;     /* ordered units routed (pinned) and not yet acknowledged */
-	uint32_t feedback;           /* congestion feedback events on their way */
+	uint32_t feedback;           /* congestion feedback records on their way (fb_head...) */
 	uint64_t inflight_bytes;     /* CC: bytes not yet in the destination's egress queue */
 	double rate;                 /* CC: fair rate last fed back, Gb/s */
 	uint32_t window;             /* CC: in-flight cap, bytes */
@@ -112,6 +121,8 @@ struct df_flow {
 	uint8_t pin_flags;
 	uint8_t tc, state;
 	uint8_t seen_any, seen_ordered;
+	uint8_t fb_wake;             /* a wake-up for the head feedback record is scheduled (parked flow) */
+	struct df_fb *fb_head, *fb_tail;
 };
 
 /* Telemetry of one (port, class), kept beside the state the hot path already touches and published to
@@ -211,6 +222,8 @@ struct df_ep {
 	uint8_t sum_valid;
 	uint32_t need[DF_MAX_TC];
 	simtime_t wake;
+	simtime_t fb_min;           /* earliest feedback due to a flow of the ring: a round must look again */
+	simtime_t lf_skip;          /* see df_inject_kick: the link-free time a paced flow's kick skipped */
 };
 
 struct df_attach {
@@ -265,7 +278,7 @@ struct df {
 	struct df_attach *att;
 	struct df_ep **ep;
 	struct df_rsw **sw;
-	struct pool pkts, msgs, flows;
+	struct pool pkts, msgs, flows, fbs;
 	size_t port_bytes;          /* size of one df_oport */
 	uint64_t ports_alloc, switches_alloc, eps_alloc;
 	struct df_counters c;
@@ -368,7 +381,16 @@ void df_cc_link(struct df *d, struct df_otc *t, struct df_pkt *pkt, simtime_t no
 /* Source side: recompute a flow's in-flight cap from its rate; account a unit sent (pacing). */
 void df_cc_window(const struct df *d, struct df_flow *f);
 void df_cc_sent(const struct df *d, struct df_flow *f, uint32_t wire, simtime_t now);
-/* The flow got feedback: wake it if it was parked. */
+/* Apply the flow's feedback that has reached its source by now. */
+void df_cc_absorb_due(struct df *d, struct df_flow *f, simtime_t now);
+static inline void df_cc_absorb(struct df *d, struct df_flow *f, simtime_t now)
+{
+	if (__builtin_expect(f->fb_head != NULL, 0) && f->fb_head->at <= now)
+		df_cc_absorb_due(d, f, now);
+}
+/* A parked flow with feedback on its way is woken when the next record arrives. */
+void df_cc_wake_parked(struct df *d, struct df_flow *f);
+/* The flow got feedback: wake it if it was parked (and its cap now allows). */
 void df_flow_feedback_done(struct df *d, struct df_flow *f);
 
 /* --- telemetry.c --- */

@@ -115,7 +115,7 @@ static struct df_flow *flow_get(struct df *d, struct df_ep *e, uint32_t dst, uin
 
 static void flow_maybe_free(struct df *d, struct df_flow *f)
 {
-	if (f->state != DF_FLOW_IDLE || f->inflight || f->feedback)
+	if (f->state != DF_FLOW_IDLE || f->inflight || f->feedback || f->fb_wake)
 		return;
 	ft_remove(f->ep, f);
 	pool_put(&d->flows, f);
@@ -171,7 +171,7 @@ static inline bool window_open(const struct df *d, const struct df_flow *f, uint
 /* Whether a round of the ring could send anything, from what the last failed round found (see df_ep). */
 static bool round_may_send(const struct df *d, const struct df_ep *e, const struct df_oport *op, simtime_t now)
 {
-	if (!e->sum_valid || now >= e->wake)
+	if (!e->sum_valid || now >= e->wake || now >= e->fb_min)
 		return true;
 	for (uint32_t tc = 0; tc < d->ntc; tc++)
 		if (e->need[tc] != UINT32_MAX && df_credit_ok(&op->tc[tc], 0, e->need[tc]))
@@ -184,6 +184,8 @@ static void summary_add(const struct df *d, struct df_ep *e, const struct df_flo
 {
 	if (!e->sum_valid)
 		return;
+	if (f->fb_head && f->fb_head->at < e->fb_min)
+		e->fb_min = f->fb_head->at;
 	if (f->next_send > now) {
 		if (f->next_send < e->wake)
 			e->wake = f->next_send;
@@ -198,13 +200,16 @@ static void summary_add(const struct df *d, struct df_ep *e, const struct df_flo
  * until congestion feedback retires some of its bytes). */
 static void flow_wake(struct df *d, struct df_ep *e, struct df_flow *f)
 {
+	simtime_t now = sim_now(d->sim);
+	df_cc_absorb(d, f, now);
 	if (window_open(d, f, next_wire(d, f))) {
 		f->state = DF_FLOW_ACTIVE;
 		ring_add(e, f);
-		summary_add(d, e, f, sim_now(d->sim));
+		summary_add(d, e, f, now);
 		df_inject_kick(d, e);
 	} else {
 		f->state = DF_FLOW_PARKED;
+		df_cc_wake_parked(d, f);
 	}
 }
 
@@ -212,6 +217,8 @@ void df_flow_feedback_done(struct df *d, struct df_flow *f)
 {
 	if (f->state == DF_FLOW_PARKED && window_open(d, f, next_wire(d, f)))
 		flow_wake(d, f->ep, f);
+	else if (f->state == DF_FLOW_PARKED)
+		df_cc_wake_parked(d, f);
 	else
 		flow_maybe_free(d, f);
 }
@@ -276,6 +283,20 @@ static void wait_round(struct df *d, struct df_ep *e, struct df_oport *op)
 		df_arm_kick(d, op, df_next_credit(op));
 }
 
+/* After a unit left, the next round is due when the link frees.  A lone flow that pacing holds beyond
+ * that would only arm a wake-up there: arm it at once, unless feedback that reaches the flow by then
+ * (and could re-time it) is pushed meanwhile (lf_skip: congestion.c then arms the skipped kick). */
+static void arm_after_inject(struct df *d, struct df_ep *e, struct df_oport *op)
+{
+	const struct df_flow *f = e->ring;
+	simtime_t at = op->link_free;
+	if (e->nactive == 1 && f->next_send > at && (!f->fb_head || f->fb_head->at > at)) {
+		e->lf_skip = at;
+		at = f->next_send;
+	}
+	df_arm_kick(d, op, at);
+}
+
 void df_inject_kick(struct df *d, struct df_ep *e)
 {
 	struct df_oport *op = e->tx;
@@ -298,10 +319,13 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 	}
 	for (uint32_t tc = 0; tc < d->ntc; tc++)
 		e->need[tc] = UINT32_MAX;
+	e->fb_min = SIM_TIME_MAX;
+	e->lf_skip = 0;
 	struct df_flow *f = e->ring;
 	for (uint32_t n = e->nactive; n--;) {
 		struct df_flow *next = f->next;
 		struct df_msg *msg = f->head;
+		df_cc_absorb(d, f, now);
 		uint32_t payload = unit_payload(d, msg), wire = unit_wire(d, msg, payload);
 		struct df_otc *t = &op->tc[f->tc];
 		if (f->next_send > now) {
@@ -315,6 +339,9 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 		} else if (!window_open(d, f, wire)) {
 			ring_del(e, f);
 			f->state = DF_FLOW_PARKED;
+			df_cc_wake_parked(d, f);
+			f = next;
+			continue;
 		} else {
 			bool stays = f->state == DF_FLOW_ACTIVE;
 			e->sum_valid = 0;
@@ -323,9 +350,11 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 			if (stays && f->state == DF_FLOW_ACTIVE)
 				e->ring = f->next; /* round robin between flows, unit by unit */
 			if (e->nactive)
-				df_arm_kick(d, op, op->link_free);
+				arm_after_inject(d, e, op);
 			return;
 		}
+		if (f->fb_head && f->fb_head->at < e->fb_min)
+			e->fb_min = f->fb_head->at;
 		f = next;
 	}
 	e->sum_valid = 1;
@@ -401,7 +430,7 @@ static void ev_ack(struct sim *sim, void *obj, uint64_t arg)
 	struct df *d = f->ep->tx->df;
 	uint32_t units = (uint32_t)(arg >> 32) & ((1u << ACK_UNIT_BITS) - 1);
 	bool ordered = (arg >> (32 + ACK_UNIT_BITS)) & ACK_ORDERED;
-	(void)sim;
+	df_cc_absorb(d, f, sim_now(sim));
 	f->inflight -= units;
 	if (ordered)
 		f->routed_ordered -= units;
