@@ -17,7 +17,11 @@ void pool_init(struct pool *p, size_t obj_size, size_t per_slab)
 
 void pool_grow(struct pool *p)
 {
-	char *slab = xmalloc(p->obj_size * p->per_slab);
+	/* Slabs start on a cache line, so objects of 32 or 64 bytes never straddle two. */
+	size_t bytes = (p->obj_size * p->per_slab + 63) & ~(size_t)63;
+	char *slab = aligned_alloc(64, bytes);
+	if (!slab)
+		die("out of memory (%zu bytes)", bytes);
 	if (p->nslabs == p->slabs_cap) {
 		p->slabs_cap = p->slabs_cap ? p->slabs_cap * 2 : 16;
 		p->slabs = xrealloc(p->slabs, p->slabs_cap * sizeof(*p->slabs));

@@ -217,7 +217,7 @@ uint32_t df_min_route(const struct df *d, uint32_t src, uint32_t dst, uint32_t *
 				rbest = r;
 			}
 		}
-		while (df_mix(pkt.sel, 0) % d->lpp != rbest)
+		while (df_pick(df_mix(pkt.sel, 0), d->lpp) != rbest)
 			pkt.sel++;
 	}
 	uint32_t n = 0;
@@ -286,14 +286,14 @@ static void df_free(void *obj)
 		if (!s)
 			continue;
 		for (uint32_t p = 0; p < d->radix; p++)
-			df_oport_free(d, s->port[p]);
+			df_oport_release(d, s->port[p], true);
 		free(s);
 	}
 	for (uint32_t i = 0; i < d->nep; i++) {
 		struct df_ep *e = d->ep[i];
 		if (!e)
 			continue;
-		df_oport_free(d, e->tx);
+		df_oport_release(d, e->tx, false);
 		free(e->ft);
 		free(e);
 	}
@@ -473,7 +473,7 @@ void fabric_dragonfly_build(struct sim *sim, const struct cfg *c)
 	d->att = xcalloc(d->nep, sizeof(*d->att));
 	d->ep = xcalloc(d->nep, sizeof(*d->ep));
 	d->sw = xcalloc(d->nsw, sizeof(*d->sw));
-	d->port_bytes = sizeof(struct df_oport) + d->ntc * sizeof(struct df_otc);
+	d->port_bytes = sizeof(struct df_oport) + d->ntc * sizeof(struct df_otc); /* multiples of 64 */
 	pool_init(&d->pkts, sizeof(struct df_pkt), 4096);
 	pool_init(&d->msgs, sizeof(struct df_msg), 1024);
 	pool_init(&d->flows, sizeof(struct df_flow), 1024);

@@ -125,13 +125,6 @@ struct df_flow {
 	struct df_fb *fb_head, *fb_tail;
 };
 
-/* Telemetry of one (port, class), kept beside the state the hot path already touches and published to
- * the stats registry by df_tel_publish (telemetry.c) at the end of the run. */
-struct df_tel {
-	uint64_t tx_bytes, tx_pkts, queue_hwm, stall_ps;
-	uint8_t used;  /* the class carried traffic on this port: its counters appear in the outputs */
-};
-
 /* One non-empty virtual output queue: the packets from one input port on one VC for one (output, class),
  * with its head's size and age kept here so arbitration scans a compact array, not the packets. */
 struct df_voq {
@@ -142,19 +135,25 @@ struct df_voq {
 };
 
 /* One traffic class of an output port: its non-empty VOQs, and the credits it holds for the downstream
- * input buffer of that class.  The VOQs form the arbiter's round-robin ring: array order from vq[cur]. */
-struct df_otc {
+ * input buffer of that class.  The VOQs form the arbiter's round-robin ring: array order from vq[cur].
+ * Two cache lines: what arbitration and credits use, then fair queueing, telemetry and congestion control.
+ * Telemetry is kept here (the hot path adds to memory it already holds) and published to the stats
+ * registry by df_tel_publish (telemetry.c) at the end of the run. */
+struct __attribute__((aligned(64))) df_otc {
 	struct df_voq *vq;
 	uint16_t nvq, cap, cur;
-	uint16_t nvoq_vc[DF_MAX_VC]; /* VOQs per VC: lets arbitration skip a class whose VCs have no credit */
+	uint8_t nvoq_vc[DF_MAX_VC]; /* VOQs per VC: lets arbitration skip a class whose VCs have no credit */
+	uint8_t used;             /* the class carried traffic on this port: its telemetry is published */
 	uint32_t need;            /* after a scan found nothing: the smallest head packet; 0 = unknown */
 	uint32_t queued;          /* bytes waiting in this class's VOQs */
 	uint32_t shared;          /* downstream shared credits (bytes) */
 	uint32_t avail;           /* shared + reserved: free downstream space */
 	uint32_t resv[DF_MAX_VC]; /* downstream reserved credits per VC (one unit each: deadlock freedom) */
-	simtime_t stall_since;    /* queued but blocked for credits since (SIM_TIME_MAX: not stalled) */
+	uint32_t queue_hwm;       /* telemetry: high-water of queued */
+	/* second line */
 	uint64_t vtime;           /* fair-share virtual time between classes */
-	struct df_tel tel;
+	simtime_t stall_since;    /* queued but blocked for credits since (SIM_TIME_MAX: not stalled) */
+	uint64_t tx_bytes, tx_pkts, stall_ps; /* telemetry */
 	/* endpoint congestion control, on ports to an endpoint: the fair rate offered to its sources */
 	double cc_rate;           /* Gb/s */
 	simtime_t cc_t0;          /* start of the current measurement interval */
@@ -168,31 +167,33 @@ struct df_credit {
 	uint8_t tc, vc, resv;
 };
 
-/* A link transmitter: a switch output port, or an endpoint's injection port.
+/* A link transmitter: a switch output port, or an endpoint's injection port.  The first cache line holds
+ * what every packet touches.
  *
  * Credits come back through the link's credit channel `cr` (a ring ordered by arrival time) rather than as
  * one event each: the transmitter takes in those that have arrived whenever it looks at its credits, and
  * only a transmitter blocked on credits (credit_wait) needs a wake-up, which the downstream end arms when
  * it returns a credit.  Decisions see exactly the credits an event per credit would have delivered. */
-struct df_oport {
-	struct df *df;
+struct __attribute__((aligned(64))) df_oport {
 	simtime_t link_free;
 	simtime_t kick_at;      /* when the armed kick fires */
-	uint32_t kick_gen;      /* a kick event whose arg differs was superseded */
-	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
 	simtime_t link_lat;
-	void *owner;            /* struct df_rsw * or struct df_ep * */
-	uint64_t vclock;        /* virtual time of the last class served */
-	uint32_t peer;          /* downstream switch, or endpoint for DF_OP_EJECT */
-	uint32_t active;        /* bit per class with queued bytes */
-	uint8_t peer_port;
-	uint8_t kind;
-	uint8_t port;
-	uint8_t kick_armed;
-	uint8_t global;         /* a global link (counts global hops) */
-	uint8_t credit_wait;    /* link free, packets waiting, none fits the credits: wake on a credit */
 	struct df_credit *cr;   /* credits on their way back, by arrival time: ring of cr_mask + 1 */
 	uint32_t cr_head, cr_n, cr_mask;
+	uint32_t active;        /* bit per class with queued bytes */
+	uint32_t peer;          /* downstream switch, or endpoint for DF_OP_EJECT */
+	uint32_t kick_gen;      /* a kick event whose arg differs was superseded */
+	uint8_t kind;
+	uint8_t kick_armed;
+	uint8_t credit_wait;    /* link free, packets waiting, none fits the credits: wake on a credit */
+	uint8_t global;         /* a global link (counts global hops) */
+	uint8_t peer_port;
+	uint8_t port;
+	/* second line */
+	uint64_t vclock;        /* virtual time of the last class served */
+	struct df *df;
+	void *owner;            /* struct df_rsw * or struct df_ep * */
+	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
 	struct df_otc tc[];
 };
 
@@ -329,14 +330,22 @@ static inline uint32_t df_mix(uint32_t sel, uint32_t k)
 	x ^= x >> 16;
 	return x;
 }
+/* x (32 well-mixed bits) scaled to [0, n): a multiply, not a division, on every hop. */
+static inline uint32_t df_pick(uint32_t x, uint32_t n)
+{
+	return (uint32_t)(((uint64_t)x * n) >> 32);
+}
 void df_route_first(struct df *d, struct df_rsw *s, struct df_pkt *pkt);
 uint32_t df_next_port(const struct df *d, const struct df_rsw *s, struct df_pkt *pkt);
 
 /* --- rosetta.c --- */
 struct df_rsw *df_switch(struct df *d, uint32_t id);
 struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port);
-struct df_oport *df_oport_new(struct df *d, enum df_port_kind kind, void *owner, uint32_t port);
-void df_oport_free(struct df *d, struct df_oport *op);
+/* A port at `mem` (df->port_bytes, 64-byte aligned), or a new allocation if mem is NULL. */
+struct df_oport *df_oport_init(struct df *d, void *mem, enum df_port_kind kind, void *owner, uint32_t port);
+/* Free what the port owns; `self`: and the port itself. */
+void df_oport_release(struct df *d, struct df_oport *op, bool self);
+void *df_alloc_aligned(size_t bytes);
 uint32_t df_port_depth(struct df *d, const struct df_rsw *s, uint32_t port, uint32_t tc);
 void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg);
 void df_ev_kick(struct sim *sim, void *obj, uint64_t arg);

@@ -74,10 +74,12 @@ static struct df_ep *ep_get(struct df *d, uint32_t id)
 	struct df_ep *e = d->ep[id];
 	if (__builtin_expect(e != NULL, 1))
 		return e;
-	e = xcalloc(1, sizeof(*e));
+	/* The endpoint and its injection port in one block: every send touches both. */
+	size_t head = (sizeof(*e) + 63) & ~(size_t)63;
+	e = df_alloc_aligned(head + d->port_bytes);
 	e->id = id;
 	e->sw = id / d->p;
-	e->tx = df_oport_new(d, DF_OP_INJECT, e, id % d->p);
+	e->tx = df_oport_init(d, (char *)e + head, DF_OP_INJECT, e, id % d->p);
 	e->tx->peer = e->sw;
 	e->tx->peer_port = (uint8_t)(id % d->p);
 	e->tx->link_lat = d->lat_edge;
@@ -259,11 +261,11 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 	if (d->cc)
 		df_cc_sent(d, f, wire, now);
 	op->link_free = now + df_ser(d, wire);
-	t->tel.used = 1;
-	t->tel.tx_bytes += wire;
-	t->tel.tx_pkts++;
+	t->used = 1;
+	t->tx_bytes += wire;
+	t->tx_pkts++;
 	if (t->stall_since != SIM_TIME_MAX) {
-		t->tel.stall_ps += now - t->stall_since;
+		t->stall_ps += now - t->stall_since;
 		t->stall_since = SIM_TIME_MAX;
 	}
 	(*d->c.pkts_injected)++;

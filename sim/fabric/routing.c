@@ -21,12 +21,12 @@
 
 static inline uint32_t local_choice(const struct df *d, uint32_t sel, uint32_t hops)
 {
-	return d->llp > 1 ? df_mix(sel, 8 + hops) % d->llp : 0;
+	return d->llp > 1 ? df_pick(df_mix(sel, 8 + hops), d->llp) : 0;
 }
 
 static inline uint32_t global_choice(const struct df *d, uint32_t sel, uint32_t ghops)
 {
-	return d->lpp > 1 ? df_mix(sel, ghops) % d->lpp : 0;
+	return d->lpp > 1 ? df_pick(df_mix(sel, ghops), d->lpp) : 0;
 }
 
 uint32_t df_next_port(const struct df *d, const struct df_rsw *s, struct df_pkt *pkt)
@@ -94,44 +94,50 @@ static void cost_inter_valiant(const struct df *d, uint32_t G, uint32_t si, uint
 	c->hops = (gwA != si) + 1 + (eI != gwB) + 1 + (eD != di);
 }
 
-/* A random group other than G and dg (requires g >= 3). */
-static uint16_t random_group(struct df_rsw *s, const struct df *d, uint32_t G, uint32_t dg)
+/* The random bits of a route choice: one draw from the switch's stream per packet routed; candidate i
+ * takes its link-choice bits (sel) and its intermediate from two hashes of it. */
+struct draw {
+	uint32_t lo, hi;
+};
+
+static inline struct draw draw_route(struct df_rsw *s)
 {
-	uint32_t lo = G < dg ? G : dg, hi = G < dg ? dg : G;
-	uint32_t x = (uint32_t)rng_below(&s->rng, d->g - 2);
-	if (x >= lo)
-		x++;
-	if (x >= hi)
-		x++;
-	return (uint16_t)x;
+	uint64_t r = rng_next(&s->rng);
+	return (struct draw){ (uint32_t)r, (uint32_t)(r >> 32) };
 }
 
-static void make_valiant(struct df *d, struct df_rsw *s, uint32_t dg, uint32_t di, struct cand *c)
+/* A random one of n items other than a and b (a != b, both < n, n >= 3). */
+static inline uint32_t pick_other(uint32_t x, uint32_t n, uint32_t a, uint32_t b)
 {
-	c->sel = (uint32_t)rng_next(&s->rng);
+	uint32_t lo = a < b ? a : b, hi = a < b ? b : a, v = df_pick(x, n - 2);
+	v += v >= lo;
+	v += v >= hi;
+	return v;
+}
+
+static void make_valiant(struct df *d, struct df_rsw *s, uint32_t dg, uint32_t di, struct draw r, uint32_t i,
+			 struct cand *c)
+{
+	c->sel = df_mix(r.lo, 16 + 2 * i);
+	uint32_t x = df_mix(r.hi, 17 + 2 * i);
 	c->flags = DF_PKT_NONMIN;
 	if (dg != s->group) {
-		c->via = random_group(s, d, s->group, dg);
+		c->via = (uint16_t)pick_other(x, d->g, s->group, dg);
 		c->flags |= DF_PKT_VIA_GROUP;
 		cost_inter_valiant(d, s->group, s->idx, dg, di, c);
 	} else {
 		/* another switch of the group: neither this one nor the destination's */
-		uint32_t lo = s->idx < di ? s->idx : di, hi = s->idx < di ? di : s->idx;
-		uint32_t x = (uint32_t)rng_below(&s->rng, d->a - 2);
-		if (x >= lo)
-			x++;
-		if (x >= hi)
-			x++;
-		c->via = (uint16_t)x;
+		c->via = (uint16_t)pick_other(x, d->a, s->idx, di);
 		c->flags |= DF_PKT_VIA_SWITCH;
-		c->first = df_local_port(d, s->idx, x, local_choice(d, c->sel, 0));
+		c->first = df_local_port(d, s->idx, c->via, local_choice(d, c->sel, 0));
 		c->hops = 2;
 	}
 }
 
-static void make_minimal(struct df *d, struct df_rsw *s, uint32_t dg, uint32_t di, struct cand *c)
+static void make_minimal(struct df *d, struct df_rsw *s, uint32_t dg, uint32_t di, struct draw r, uint32_t i,
+			 struct cand *c)
 {
-	c->sel = (uint32_t)rng_next(&s->rng);
+	c->sel = df_mix(r.lo, 16 + 2 * i);
 	c->via = DF_NONE;
 	c->flags = 0;
 	if (dg != s->group) {
@@ -158,12 +164,13 @@ static void choose_adaptive(struct df *d, struct df_rsw *s, struct df_pkt *pkt, 
 	if (!valiant_possible(d, s, dg))
 		nnon = 0;
 	uint64_t best_cost = UINT64_MAX;
+	struct draw r = draw_route(s);
 	for (uint32_t i = 0; i < nmin + nnon; i++) {
 		struct cand c;
 		if (i < nmin)
-			make_minimal(d, s, dg, di, &c);
+			make_minimal(d, s, dg, di, r, i, &c);
 		else
-			make_valiant(d, s, dg, di, &c);
+			make_valiant(d, s, dg, di, r, i, &c);
 		uint64_t depth = df_port_depth(d, s, c.first, pkt->tc);
 		uint64_t cost = (depth + pkt->wire) * c.hops + (i < nmin ? 0 : d->ugal_bias);
 		if (cost < best_cost) {
@@ -194,8 +201,8 @@ void df_route_first(struct df *d, struct df_rsw *s, struct df_pkt *pkt)
 	uint32_t dg = pkt->dgrp, di = pkt->didx;
 	struct cand c;
 	switch (d->routing) {
-	case DF_ROUTE_MINIMAL: make_minimal(d, s, dg, di, &c); break;
-	case DF_ROUTE_VALIANT: make_valiant(d, s, dg, di, &c); break;
+	case DF_ROUTE_MINIMAL: make_minimal(d, s, dg, di, draw_route(s), 0, &c); break;
+	case DF_ROUTE_VALIANT: make_valiant(d, s, dg, di, draw_route(s), 0, &c); break;
 	default: choose_adaptive(d, s, pkt, dg, di, &c); break;
 	}
 	pkt->sel = c.sel;

@@ -17,7 +17,7 @@
 #include "../util.h"
 #include "dragonfly.h"
 
-static void publish(struct stats *st, const struct df_tel *t, const char *pfx)
+static void publish(struct stats *st, const struct df_otc *t, const char *pfx)
 {
 	*stats_counter(st, "%s.tx_bytes", pfx) = t->tx_bytes;
 	*stats_counter(st, "%s.tx_pkts", pfx) = t->tx_pkts;
@@ -33,18 +33,18 @@ void df_tel_publish(struct df *d)
 		const struct df_rsw *s = d->sw[i];
 		for (uint32_t p = 0; s && p < d->radix; p++)
 			for (uint32_t tc = 0; s->port[p] && tc < d->ntc; tc++) {
-				if (!s->port[p]->tc[tc].tel.used)
+				if (!s->port[p]->tc[tc].used)
 					continue;
 				snprintf(pfx, sizeof(pfx), "fabric.sw.%u.port.%u.tc.%u", i, p, tc);
-				publish(st, &s->port[p]->tc[tc].tel, pfx);
+				publish(st, &s->port[p]->tc[tc], pfx);
 			}
 	}
 	for (uint32_t i = 0; i < d->nep; i++)
 		for (uint32_t tc = 0; d->ep[i] && tc < d->ntc; tc++) {
-			if (!d->ep[i]->tx->tc[tc].tel.used)
+			if (!d->ep[i]->tx->tc[tc].used)
 				continue;
 			snprintf(pfx, sizeof(pfx), "fabric.ep.%u.tc.%u", i, tc);
-			publish(st, &d->ep[i]->tx->tc[tc].tel, pfx);
+			publish(st, &d->ep[i]->tx->tc[tc], pfx);
 		}
 }
 

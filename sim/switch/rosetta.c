@@ -42,9 +42,19 @@ struct df_rsw *df_switch(struct df *d, uint32_t id)
 	return s;
 }
 
-struct df_oport *df_oport_new(struct df *d, enum df_port_kind kind, void *owner, uint32_t port)
+void *df_alloc_aligned(size_t bytes)
 {
-	struct df_oport *op = xcalloc(1, d->port_bytes);
+	bytes = (bytes + 63) & ~(size_t)63;
+	void *p = aligned_alloc(64, bytes);
+	if (!p)
+		die("out of memory (%zu bytes)", bytes);
+	memset(p, 0, bytes);
+	return p;
+}
+
+struct df_oport *df_oport_init(struct df *d, void *mem, enum df_port_kind kind, void *owner, uint32_t port)
+{
+	struct df_oport *op = mem ? mem : df_alloc_aligned(d->port_bytes);
 	op->df = d;
 	op->kind = (uint8_t)kind;
 	op->owner = owner;
@@ -67,14 +77,15 @@ struct df_oport *df_oport_new(struct df *d, enum df_port_kind kind, void *owner,
 	return op;
 }
 
-void df_oport_free(struct df *d, struct df_oport *op)
+void df_oport_release(struct df *d, struct df_oport *op, bool self)
 {
 	if (!op)
 		return;
 	for (uint32_t t = 0; t < d->ntc; t++)
 		free(op->tc[t].vq);
 	free(op->cr);
-	free(op);
+	if (self)
+		free(op);
 }
 
 struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port)
@@ -83,14 +94,14 @@ struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port)
 	if (__builtin_expect(op != NULL, 1))
 		return op;
 	if (port < d->local0) {
-		op = df_oport_new(d, DF_OP_EJECT, s, port);
+		op = df_oport_init(d, NULL, DF_OP_EJECT, s, port);
 		op->peer = s->id * d->p + port;
 		op->link_lat = d->lat_edge;
 	} else {
 		uint32_t psw, pport;
 		if (!df_port_peer(d, s->id, port, &psw, &pport))
 			die("dragonfly: route through unconnected port %u of switch %u", port, s->id);
-		op = df_oport_new(d, DF_OP_SWITCH, s, port);
+		op = df_oport_init(d, NULL, DF_OP_SWITCH, s, port);
 		op->peer = psw;
 		op->peer_port = (uint8_t)pport;
 		op->global = port >= d->global0;
@@ -277,10 +288,10 @@ static void send_unit(struct df *d, struct df_oport *op, uint32_t tc, uint32_t v
 
 	simtime_t end = now + df_ser(d, wire);
 	op->link_free = end;
-	t->tel.tx_bytes += wire;
-	t->tel.tx_pkts++;
+	t->tx_bytes += wire;
+	t->tx_pkts++;
 	if (t->stall_since != SIM_TIME_MAX) {
-		t->tel.stall_ps += now - t->stall_since;
+		t->stall_ps += now - t->stall_since;
 		t->stall_since = SIM_TIME_MAX;
 	}
 	/* Our input slot frees as the tail leaves; the credit travels back over the same link. */
@@ -429,9 +440,9 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 		else if (d->cc_fabric)
 			df_cc_link(d, t, pkt, now);
 	}
-	t->tel.used = 1;
-	if (t->queued > t->tel.queue_hwm)
-		t->tel.queue_hwm = t->queued;
+	t->used = 1;
+	if (t->queued > t->queue_hwm)
+		t->queue_hwm = t->queued;
 	if (direct)
 		send_unit(d, op, tc, vc, pkt, now);
 	else if (!op->kick_armed || op->credit_wait)
