@@ -117,7 +117,7 @@ static void ev_fb_wake(struct sim *sim, void *obj, uint64_t arg)
 	struct df *d = f->ep->tx->df;
 	(void)arg;
 	f->fb_wake = 0;
-	df_cc_absorb(d, f, sim_now(sim));
+	df_flow_absorb(d, f, sim_now(sim));
 	df_flow_feedback_done(d, f);
 }
 

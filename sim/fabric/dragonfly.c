@@ -301,6 +301,7 @@ static void df_free(void *obj)
 	pool_free_all(&d->msgs);
 	pool_free_all(&d->flows);
 	pool_free_all(&d->fbs);
+	pool_free_all(&d->acks);
 	free(d->sw);
 	free(d->ep);
 	free(d->att);
@@ -478,6 +479,7 @@ void fabric_dragonfly_build(struct sim *sim, const struct cfg *c)
 	pool_init(&d->msgs, sizeof(struct df_msg), 1024);
 	pool_init(&d->flows, sizeof(struct df_flow), 1024);
 	pool_init(&d->fbs, sizeof(struct df_fb), 1024);
+	pool_init(&d->acks, sizeof(struct df_ack), 1024);
 	df_counters_init(d);
 	sim_world_set(sim, "fabric", d);
 	sim_world_set(sim, "fabric.dragonfly", d);

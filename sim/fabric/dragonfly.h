@@ -88,6 +88,16 @@ struct df_msg {
 
 enum df_flow_state { DF_FLOW_IDLE, DF_FLOW_ACTIVE, DF_FLOW_PARKED };
 
+/* A message's acknowledgement on its way back to its source (endpoint.c): applied, like feedback, when
+ * the source next looks at the flow. */
+struct df_ack {
+	struct df_ack *next;
+	simtime_t at;            /* when it reaches the source */
+	uint32_t seq;            /* the message's sequence in its flow */
+	uint32_t units;          /* its units; DF_ACK_ORDERED: it was ordered */
+};
+#define DF_ACK_ORDERED 0x80000000u
+
 /* Congestion feedback on its way back to a flow's source (congestion.c): the source applies it when it
  * next looks at the flow; only a parked flow is woken for it. */
 struct df_fb {
@@ -101,11 +111,11 @@ struct df_fb {
  * bytes of endpoint congestion control, the pinned route of ordered traffic, and reorder detection.  Exists
  * while it has messages queued or unacknowledged, or congestion feedback on its way. */
 struct df_flow {
-	struct df_flow *next, *prev; /* ring of the endpoint's sendable flows */
+	struct df_flow *next, *prev; /* ring of the endpoint's sendable flows, or its list of idle flows */
 	struct df_msg *head, *tail;
 	struct df_ep *ep;
 	uint32_t dst;
-	uint32_t inflight;           /* units of messages not yet acknowledged */
+	uint32_t inflight;           /* units of messages whose ack has not reached the source */
 	uint32_t routed_ordered;     /* ordered units routed (pinned) and not yet acknowledged */
 	uint32_t feedback;           /* congestion feedback records on their way (fb_head...) */
 	uint64_t inflight_bytes;     /* CC: bytes not yet in the destination's egress queue */
@@ -122,7 +132,9 @@ struct df_flow {
 	uint8_t tc, state;
 	uint8_t seen_any, seen_ordered;
 	uint8_t fb_wake;             /* a wake-up for the head feedback record is scheduled (parked flow) */
+	uint8_t idle_listed;         /* idle, on the endpoint's idle list (next/prev) */
 	struct df_fb *fb_head, *fb_tail;
+	struct df_ack *ack_head, *ack_tail;
 };
 
 /* One non-empty virtual output queue: the packets from one input port on one VC for one (output, class),
@@ -217,6 +229,7 @@ struct df_ep {
 	uint32_t ft_mask, ft_n;
 	struct df_flow *ring;       /* next sendable flow */
 	uint32_t nactive;
+	struct df_flow *idle_head, *idle_tail; /* flows with nothing to send, oldest first */
 	/* What the last round of the ring that sent nothing found, while still true (sum_valid): per class
 	 * the smallest unit held back by credits (UINT32_MAX: none), and the earliest paced flow.  Until
 	 * credits reach one of those or time reaches `wake`, a kick cannot send and skips the round. */
@@ -279,7 +292,7 @@ struct df {
 	struct df_attach *att;
 	struct df_ep **ep;
 	struct df_rsw **sw;
-	struct pool pkts, msgs, flows, fbs;
+	struct pool pkts, msgs, flows, fbs, acks;
 	size_t port_bytes;          /* size of one df_oport */
 	uint64_t ports_alloc, switches_alloc, eps_alloc;
 	struct df_counters c;
@@ -380,6 +393,19 @@ void df_arm_kick(struct df *d, struct df_oport *op, simtime_t at);
 void df_send(struct sim *sim, struct fabric *f, struct fabric_msg *m);
 void df_inject_kick(struct df *d, struct df_ep *ep);
 void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t tx_end);
+void df_acks_absorb_due(struct df *d, struct df_flow *f, simtime_t now);
+void df_cc_absorb_due(struct df *d, struct df_flow *f, simtime_t now);
+/* Apply the feedback and acks that have reached the flow's source by now: whoever reads a flow's state
+ * calls this first, so the state is what an event per record would have made it. */
+static inline void df_flow_absorb(struct df *d, struct df_flow *f, simtime_t now)
+{
+	if (__builtin_expect(f->fb_head != NULL, 0) && f->fb_head->at <= now)
+		df_cc_absorb_due(d, f, now);
+	if (f->ack_head && f->ack_head->at <= now)
+		df_acks_absorb_due(d, f, now);
+}
+/* At the end of a run: apply every record due by now (reorder counters). */
+void df_flows_settle(struct df *d);
 
 /* --- congestion.c --- */
 /* A unit joined the egress queue `t` of an endpoint port: update that port's fair rate and feed it back to
@@ -390,13 +416,7 @@ void df_cc_link(struct df *d, struct df_otc *t, struct df_pkt *pkt, simtime_t no
 /* Source side: recompute a flow's in-flight cap from its rate; account a unit sent (pacing). */
 void df_cc_window(const struct df *d, struct df_flow *f);
 void df_cc_sent(const struct df *d, struct df_flow *f, uint32_t wire, simtime_t now);
-/* Apply the flow's feedback that has reached its source by now. */
-void df_cc_absorb_due(struct df *d, struct df_flow *f, simtime_t now);
-static inline void df_cc_absorb(struct df *d, struct df_flow *f, simtime_t now)
-{
-	if (__builtin_expect(f->fb_head != NULL, 0) && f->fb_head->at <= now)
-		df_cc_absorb_due(d, f, now);
-}
+
 /* A parked flow with feedback on its way is woken when the next record arrives. */
 void df_cc_wake_parked(struct df *d, struct df_flow *f);
 /* The flow got feedback: wake it if it was parked (and its cap now allows). */

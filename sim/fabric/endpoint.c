@@ -17,8 +17,6 @@
 #include "../util.h"
 #include "dragonfly.h"
 
-enum { ACK_ORDERED = 1 };
-#define ACK_UNIT_BITS 26 /* units per message: at most 2^32 bytes / 256-byte MTU = 2^24 */
 
 /* ---- flow table: open addressing keyed by (dst, tc), keys kept in the table so probes stay in it ---- */
 
@@ -69,6 +67,21 @@ static void ft_remove(struct df_ep *e, struct df_flow *f)
 	e->ft_n--;
 }
 
+static void idle_del(struct df_ep *e, struct df_flow *f)
+{
+	if (!f->idle_listed)
+		return;
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		e->idle_head = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	else
+		e->idle_tail = f->prev;
+	f->idle_listed = 0;
+}
+
 static struct df_ep *ep_get(struct df *d, uint32_t id)
 {
 	struct df_ep *e = d->ep[id];
@@ -90,12 +103,26 @@ static struct df_ep *ep_get(struct df *d, uint32_t id)
 	return e;
 }
 
-static struct df_flow *flow_get(struct df *d, struct df_ep *e, uint32_t dst, uint32_t tc)
+static bool flow_maybe_free(struct df *d, struct df_flow *f);
+
+/* The flow (dst, tc) of endpoint e: the live one, or a new one. */
+static struct df_flow *flow_get(struct df *d, struct df_ep *e, uint32_t dst, uint32_t tc, simtime_t now)
 {
 	uint32_t key = ft_key(dst, tc), i = ft_slot(key, e->ft_mask);
-	for (; e->ft[i].f; i = (i + 1) & e->ft_mask)
-		if (e->ft[i].key == key)
-			return e->ft[i].f;
+	for (; e->ft[i].f; i = (i + 1) & e->ft_mask) {
+		if (e->ft[i].key != key)
+			continue;
+		struct df_flow *f = e->ft[i].f;
+		if (f->state != DF_FLOW_IDLE)
+			return f;
+		/* An idle flow whose last ack is in by now no longer exists. */
+		df_flow_absorb(d, f, now);
+		if (!flow_maybe_free(d, f))
+			return f;
+		for (i = ft_slot(key, e->ft_mask); e->ft[i].f;)
+			i = (i + 1) & e->ft_mask;
+		break;
+	}
 	if ((e->ft_n + 1) * 2 > e->ft_mask + 1) {
 		ft_grow(e);
 		i = ft_slot(key, e->ft_mask);
@@ -115,12 +142,40 @@ static struct df_flow *flow_get(struct df *d, struct df_ep *e, uint32_t dst, uin
 	return f;
 }
 
-static void flow_maybe_free(struct df *d, struct df_flow *f)
+static bool flow_maybe_free(struct df *d, struct df_flow *f)
 {
 	if (f->state != DF_FLOW_IDLE || f->inflight || f->feedback || f->fb_wake)
-		return;
+		return false;
+	idle_del(f->ep, f);
 	ft_remove(f->ep, f);
 	pool_put(&d->flows, f);
+	return true;
+}
+
+/* An idle flow is one no event looks at any more: it is released when found fully acknowledged, by the
+ * next send to the same destination (before it could be reused: a flow is released exactly when its last
+ * ack is in) or, a few at a time and oldest first, by the endpoint's next sends. */
+static void idle_sweep(struct df *d, struct df_ep *e, simtime_t now)
+{
+	for (int k = 0; k < 2 && e->idle_head; k++) {
+		struct df_flow *f = e->idle_head;
+		df_flow_absorb(d, f, now);
+		if (f->inflight || f->feedback)
+			break;
+		flow_maybe_free(d, f);
+	}
+}
+
+static void idle_add(struct df_ep *e, struct df_flow *f)
+{
+	f->next = NULL;
+	f->prev = e->idle_tail;
+	if (e->idle_tail)
+		e->idle_tail->next = f;
+	else
+		e->idle_head = f;
+	e->idle_tail = f;
+	f->idle_listed = 1;
 }
 
 static void ring_add(struct df_ep *e, struct df_flow *f)
@@ -203,7 +258,8 @@ static void summary_add(const struct df *d, struct df_ep *e, const struct df_flo
 static void flow_wake(struct df *d, struct df_ep *e, struct df_flow *f)
 {
 	simtime_t now = sim_now(d->sim);
-	df_cc_absorb(d, f, now);
+	df_flow_absorb(d, f, now);
+	idle_del(e, f);
 	if (window_open(d, f, next_wire(d, f))) {
 		f->state = DF_FLOW_ACTIVE;
 		ring_add(e, f);
@@ -255,6 +311,7 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 			f->tail = NULL;
 			ring_del(e, f);
 			f->state = DF_FLOW_IDLE;
+			idle_add(e, f);
 		}
 	}
 	f->inflight++;
@@ -327,7 +384,7 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 	for (uint32_t n = e->nactive; n--;) {
 		struct df_flow *next = f->next;
 		struct df_msg *msg = f->head;
-		df_cc_absorb(d, f, now);
+		df_flow_absorb(d, f, now);
 		uint32_t payload = unit_payload(d, msg), wire = unit_wire(d, msg, payload);
 		struct df_otc *t = &op->tc[f->tc];
 		if (f->next_send > now) {
@@ -374,7 +431,9 @@ void df_send(struct sim *sim, struct fabric *fab, struct fabric_msg *m)
 	m->sent = sim_now(sim);
 	m->first_arrival = 0;
 	struct df_ep *e = ep_get(d, m->src);
-	struct df_flow *f = flow_get(d, e, m->dst, m->tc);
+	simtime_t now = sim_now(sim);
+	idle_sweep(d, e, now);
+	struct df_flow *f = flow_get(d, e, m->dst, m->tc, now);
 	struct df_msg *msg = pool_get(&d->msgs);
 	msg->next = NULL;
 	msg->m = m;
@@ -426,18 +485,34 @@ static void check_order(struct df *d, struct df_flow *f, uint32_t seq, bool orde
 	f->seen_ordered = 1;
 }
 
-static void ev_ack(struct sim *sim, void *obj, uint64_t arg)
+void df_acks_absorb_due(struct df *d, struct df_flow *f, simtime_t now)
 {
-	struct df_flow *f = obj;
-	struct df *d = f->ep->tx->df;
-	uint32_t units = (uint32_t)(arg >> 32) & ((1u << ACK_UNIT_BITS) - 1);
-	bool ordered = (arg >> (32 + ACK_UNIT_BITS)) & ACK_ORDERED;
-	df_cc_absorb(d, f, sim_now(sim));
-	f->inflight -= units;
-	if (ordered)
-		f->routed_ordered -= units;
-	check_order(d, f, (uint32_t)arg, ordered);
-	flow_maybe_free(d, f);
+	struct df_ack *a;
+	while ((a = f->ack_head) && a->at <= now) {
+		bool ordered = a->units & DF_ACK_ORDERED;
+		uint32_t units = a->units & ~DF_ACK_ORDERED;
+		f->inflight -= units;
+		if (ordered)
+			f->routed_ordered -= units;
+		check_order(d, f, a->seq, ordered);
+		f->ack_head = a->next;
+		pool_put(&d->acks, a);
+	}
+	if (!f->ack_head)
+		f->ack_tail = NULL;
+}
+
+void df_flows_settle(struct df *d)
+{
+	/* After a run that drained, every ack would have been an event by now; after one that stopped early,
+	 * those due by the stop. */
+	simtime_t now = sim_pending(d->sim) ? sim_now(d->sim) : SIM_TIME_MAX;
+	for (uint32_t i = 0; i < d->nep; i++) {
+		struct df_ep *e = d->ep[i];
+		for (uint32_t k = 0; e && k <= e->ft_mask; k++)
+			if (e->ft[k].f)
+				df_flow_absorb(d, e->ft[k].f, now);
+	}
 }
 
 void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t tx_end)
@@ -452,9 +527,19 @@ void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t t
 	(*d->c.pkts_delivered)++;
 	if (--msg->remaining == 0) {
 		*d->c.bytes_delivered += msg->m->bytes;
-		uint64_t ord = pkt->flags & DF_PKT_ORDERED ? ACK_ORDERED : 0;
-		sim_schedule_at(d->sim, arrive + msg->flow->ack_lat, ev_ack, msg->flow,
-				msg->seq | (uint64_t)msg->units << 32 | ord << (32 + ACK_UNIT_BITS));
+		/* The ack reaches the source after the reverse path's zero-load latency; a flow's acks are in time
+		 * order (its messages leave through one link, one after the other). */
+		struct df_flow *f = msg->flow;
+		struct df_ack *a = pool_get(&d->acks);
+		a->next = NULL;
+		a->at = arrive + f->ack_lat;
+		a->seq = msg->seq;
+		a->units = msg->units | (pkt->flags & DF_PKT_ORDERED ? DF_ACK_ORDERED : 0);
+		if (f->ack_tail)
+			f->ack_tail->next = a;
+		else
+			f->ack_head = a;
+		f->ack_tail = a;
 		sim_schedule_at(d->sim, arrive, ev_deliver, d, (uint64_t)(uintptr_t)msg);
 	}
 	pool_put(&d->pkts, pkt);

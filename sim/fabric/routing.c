@@ -189,6 +189,8 @@ void df_route_first(struct df *d, struct df_rsw *s, struct df_pkt *pkt)
 	}
 	struct df_flow *fl = pkt->msg->flow;
 	bool ordered = pkt->flags & DF_PKT_ORDERED;
+	if (ordered)
+		df_flow_absorb(d, fl, sim_now(d->sim)); /* acks retire routed units */
 	if (ordered && fl->routed_ordered++) {
 		/* An earlier ordered packet of this flow is still out: follow it. */
 		pkt->sel = fl->pin_sel;

@@ -81,6 +81,7 @@ static const char *arrangement_name(enum df_arrangement a)
 void df_summary(struct sim *sim, FILE *f)
 {
 	struct df *d = sim_world_get(sim, "fabric.dragonfly");
+	df_flows_settle(d);
 	df_tel_publish(d); /* the summary is written before the stats */
 	fprintf(f, "{\"topology\": \"dragonfly\", \"preset\": \"%s\", \"machine_groups\": %u, \"groups\": %u, "
 		   "\"switches_per_group\": %u, \"endpoints_per_switch\": %u, \"global_ports_per_switch\": %u, "
