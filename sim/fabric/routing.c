@@ -167,12 +167,20 @@ static void choose_adaptive(struct df *d, struct df_rsw *s, struct df_pkt *pkt, 
 	struct draw r = draw_route(s);
 	for (uint32_t i = 0; i < nmin + nnon; i++) {
 		struct cand c;
+		uint64_t bias = i < nmin ? 0 : d->ugal_bias;
+		/* A candidate costs at least (this packet) x its hops (+ bias) and must cost strictly less than
+		 * the best so far: when it cannot, its queue need not be looked at (nor, for a Valiant one, at
+		 * least two hops long, its route worked out). */
+		if (i >= nmin && best_cost <= (uint64_t)pkt->wire * 2 + bias)
+			break;
 		if (i < nmin)
 			make_minimal(d, s, dg, di, r, i, &c);
 		else
 			make_valiant(d, s, dg, di, r, i, &c);
+		if (best_cost <= (uint64_t)pkt->wire * c.hops + bias)
+			continue;
 		uint64_t depth = df_port_depth(d, s, c.first, pkt->tc);
-		uint64_t cost = (depth + pkt->wire) * c.hops + (i < nmin ? 0 : d->ugal_bias);
+		uint64_t cost = (depth + pkt->wire) * c.hops + bias;
 		if (cost < best_cost) {
 			best_cost = cost;
 			*best = c;
