@@ -116,6 +116,7 @@ struct df_flow {
 	struct df_ep *ep;
 	uint32_t dst;
 	uint32_t inflight;           /* units of messages whose ack has not reached the source */
+	uint32_t in_net;             /* units injected whose message's ack has not left the destination */
 	uint32_t routed_ordered;     /* ordered units routed (pinned) and not yet acknowledged */
 	uint32_t feedback;           /* congestion feedback records on their way (fb_head...) */
 	uint64_t inflight_bytes;     /* CC: bytes not yet in the destination's egress queue */
@@ -132,7 +133,7 @@ struct df_flow {
 	uint8_t tc, state;
 	uint8_t seen_any, seen_ordered;
 	uint8_t fb_wake;             /* a wake-up for the head feedback record is scheduled (parked flow) */
-	uint8_t idle_listed;         /* idle, on the endpoint's idle list (next/prev) */
+	uint8_t idle_listed;         /* idle, last ack on its way: on the endpoint's idle list (next/prev) */
 	struct df_fb *fb_head, *fb_tail;
 	struct df_ack *ack_head, *ack_tail;
 };
@@ -188,24 +189,25 @@ struct df_credit {
  * it returns a credit.  Decisions see exactly the credits an event per credit would have delivered. */
 struct __attribute__((aligned(64))) df_oport {
 	simtime_t link_free;
+	simtime_t cr_next;      /* arrival of the first credit on its way back (SIM_TIME_MAX: none) */
 	simtime_t kick_at;      /* when the armed kick fires */
-	simtime_t link_lat;
 	struct df_credit *cr;   /* credits on their way back, by arrival time: ring of cr_mask + 1 */
+	uint32_t link_lat;      /* ps (at most 1 ms) */
+	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
 	uint32_t cr_head, cr_n, cr_mask;
 	uint32_t active;        /* bit per class with queued bytes */
 	uint32_t peer;          /* downstream switch, or endpoint for DF_OP_EJECT */
-	uint32_t kick_gen;      /* a kick event whose arg differs was superseded */
 	uint8_t kind;
 	uint8_t kick_armed;
 	uint8_t credit_wait;    /* link free, packets waiting, none fits the credits: wake on a credit */
 	uint8_t global;         /* a global link (counts global hops) */
-	uint8_t peer_port;
-	uint8_t port;
 	/* second line */
 	uint64_t vclock;        /* virtual time of the last class served */
 	struct df *df;
 	void *owner;            /* struct df_rsw * or struct df_ep * */
-	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
+	uint32_t kick_gen;      /* a kick event whose arg differs was superseded */
+	uint8_t peer_port;
+	uint8_t port;
 	struct df_otc tc[];
 };
 
@@ -229,7 +231,7 @@ struct df_ep {
 	uint32_t ft_mask, ft_n;
 	struct df_flow *ring;       /* next sendable flow */
 	uint32_t nactive;
-	struct df_flow *idle_head, *idle_tail; /* flows with nothing to send, oldest first */
+	struct df_flow *idle_head, *idle_tail; /* idle flows whose last ack has left, oldest first */
 	/* What the last round of the ring that sent nothing found, while still true (sum_valid): per class
 	 * the smallest unit held back by credits (UINT32_MAX: none), and the earliest paced flow.  Until
 	 * credits reach one of those or time reaches `wake`, a kick cannot send and skips the round. */
@@ -368,24 +370,16 @@ static inline bool df_credit_ok(const struct df_otc *t, uint32_t vc, uint32_t wi
 	return t->shared >= wire || t->resv[vc] >= wire;
 }
 /* Take in the credits that have reached op by now. */
+void df_credits_absorb_due(struct df_oport *op, simtime_t now);
 static inline void df_credits_absorb(struct df_oport *op, simtime_t now)
 {
-	while (op->cr_n && op->cr[op->cr_head].at <= now) {
-		const struct df_credit *c = &op->cr[op->cr_head];
-		struct df_otc *t = &op->tc[c->tc];
-		if (c->resv)
-			t->resv[c->vc] += c->wire;
-		else
-			t->shared += c->wire;
-		t->avail += c->wire;
-		op->cr_head = (op->cr_head + 1) & op->cr_mask;
-		op->cr_n--;
-	}
+	if (op->cr_next <= now)
+		df_credits_absorb_due(op, now);
 }
 /* A blocked transmitter (credit_wait) wants to be woken when its next credit arrives. */
 static inline simtime_t df_next_credit(const struct df_oport *op)
 {
-	return op->cr_n ? op->cr[op->cr_head].at : SIM_TIME_MAX;
+	return op->cr_next;
 }
 void df_arm_kick(struct df *d, struct df_oport *op, simtime_t at);
 

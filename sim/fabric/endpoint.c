@@ -95,7 +95,7 @@ static struct df_ep *ep_get(struct df *d, uint32_t id)
 	e->tx = df_oport_init(d, (char *)e + head, DF_OP_INJECT, e, id % d->p);
 	e->tx->peer = e->sw;
 	e->tx->peer_port = (uint8_t)(id % d->p);
-	e->tx->link_lat = d->lat_edge;
+	e->tx->link_lat = (uint32_t)d->lat_edge;
 	e->ft_mask = 7;
 	e->ft = xcalloc(8, sizeof(*e->ft));
 	d->ep[id] = e;
@@ -154,15 +154,17 @@ static bool flow_maybe_free(struct df *d, struct df_flow *f)
 
 /* An idle flow is one no event looks at any more: it is released when found fully acknowledged, by the
  * next send to the same destination (before it could be reused: a flow is released exactly when its last
- * ack is in) or, a few at a time and oldest first, by the endpoint's next sends. */
+ * ack is in) or by the endpoint's next sends, which release a few of the idle flows whose last ack is on
+ * its way (the idle list, in the order those acks left). */
 static void idle_sweep(struct df *d, struct df_ep *e, simtime_t now)
 {
 	for (int k = 0; k < 2 && e->idle_head; k++) {
 		struct df_flow *f = e->idle_head;
-		df_flow_absorb(d, f, now);
-		if (f->inflight || f->feedback)
+		if (f->ack_tail && f->ack_tail->at > now)
 			break;
-		flow_maybe_free(d, f);
+		df_flow_absorb(d, f, now);
+		if (!flow_maybe_free(d, f))
+			break;
 	}
 }
 
@@ -311,10 +313,10 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 			f->tail = NULL;
 			ring_del(e, f);
 			f->state = DF_FLOW_IDLE;
-			idle_add(e, f);
 		}
 	}
 	f->inflight++;
+	f->in_net++;
 	if (d->cc)
 		df_cc_sent(d, f, wire, now);
 	op->link_free = now + df_ser(d, wire);
@@ -540,6 +542,9 @@ void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t t
 		else
 			f->ack_head = a;
 		f->ack_tail = a;
+		f->in_net -= msg->units;
+		if (f->state == DF_FLOW_IDLE && !f->in_net && !f->idle_listed)
+			idle_add(f->ep, f); /* its last ack is on its way */
 		sim_schedule_at(d->sim, arrive, ev_deliver, d, (uint64_t)(uintptr_t)msg);
 	}
 	pool_put(&d->pkts, pkt);

@@ -56,6 +56,7 @@ struct df_oport *df_oport_init(struct df *d, void *mem, enum df_port_kind kind, 
 {
 	struct df_oport *op = mem ? mem : df_alloc_aligned(d->port_bytes);
 	op->df = d;
+	op->cr_next = SIM_TIME_MAX;
 	op->kind = (uint8_t)kind;
 	op->owner = owner;
 	op->port = (uint8_t)port;
@@ -96,7 +97,7 @@ struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port)
 	if (port < d->local0) {
 		op = df_oport_init(d, NULL, DF_OP_EJECT, s, port);
 		op->peer = s->id * d->p + port;
-		op->link_lat = d->lat_edge;
+		op->link_lat = (uint32_t)d->lat_edge;
 	} else {
 		uint32_t psw, pport;
 		if (!df_port_peer(d, s->id, port, &psw, &pport))
@@ -105,8 +106,8 @@ struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port)
 		op->peer = psw;
 		op->peer_port = (uint8_t)pport;
 		op->global = port >= d->global0;
-		op->link_lat = op->global ? d->lat_global : d->lat_local;
-		simtime_t rtt = 2 * op->link_lat + d->sw_lat + df_ser(d, d->mtu + d->hdr);
+		op->link_lat = (uint32_t)(op->global ? d->lat_global : d->lat_local);
+		simtime_t rtt = 2 * (simtime_t)op->link_lat + d->sw_lat + df_ser(d, d->mtu + d->hdr);
 		op->credit_rtt = (uint32_t)((double)rtt / d->ps_per_byte) + d->resv; /* + the unit in transit */
 	}
 	s->port[port] = op;
@@ -143,14 +144,28 @@ static inline uint32_t voq_vc(const struct df_voq *v)
 }
 
 /* A new VOQ joins at the end of the round, just before the cursor. */
+/* The VOQs' keys, in the same order, follow the array (cap entries): finding a packet's VOQ scans them. */
+static inline uint16_t *voq_keys(const struct df_otc *t)
+{
+	return (uint16_t *)(t->vq + t->cap);
+}
+
 static struct df_voq *voq_insert(struct df_otc *t, uint16_t key)
 {
 	if (t->nvq == t->cap) {
-		t->cap = t->cap ? (uint16_t)(t->cap * 2) : 4;
-		t->vq = xrealloc(t->vq, t->cap * sizeof(*t->vq));
+		uint32_t cap = t->cap ? t->cap * 2u : 4;
+		struct df_voq *vq = xmalloc(cap * (sizeof(*vq) + sizeof(uint16_t)));
+		memcpy(vq, t->vq, t->nvq * sizeof(*vq));
+		memcpy(vq + cap, voq_keys(t), t->nvq * sizeof(uint16_t));
+		free(t->vq);
+		t->vq = vq;
+		t->cap = (uint16_t)cap;
 	}
 	uint32_t at = t->nvq ? t->cur : 0;
+	uint16_t *keys = voq_keys(t);
 	memmove(&t->vq[at + 1], &t->vq[at], (t->nvq - at) * sizeof(*t->vq));
+	memmove(&keys[at + 1], &keys[at], (t->nvq - at) * sizeof(*keys));
+	keys[at] = key;
 	t->nvq++;
 	if (t->nvq > 1)
 		t->cur++;
@@ -162,7 +177,9 @@ static struct df_voq *voq_insert(struct df_otc *t, uint16_t key)
 /* Removing the VOQ at i leaves the cursor on the one that followed it. */
 static void voq_remove(struct df_otc *t, uint32_t i)
 {
+	uint16_t *keys = voq_keys(t);
 	memmove(&t->vq[i], &t->vq[i + 1], (t->nvq - i - 1) * sizeof(*t->vq));
+	memmove(&keys[i], &keys[i + 1], (t->nvq - i - 1) * sizeof(*keys));
 	t->nvq--;
 	t->cur = (uint16_t)(t->nvq && i < t->nvq ? i : 0);
 }
@@ -181,6 +198,22 @@ static void credit_grow(struct df_oport *op)
 	op->cr_mask = cap - 1;
 }
 
+void df_credits_absorb_due(struct df_oport *op, simtime_t now)
+{
+	while (op->cr_n && op->cr[op->cr_head].at <= now) {
+		const struct df_credit *c = &op->cr[op->cr_head];
+		struct df_otc *t = &op->tc[c->tc];
+		if (c->resv)
+			t->resv[c->vc] += c->wire;
+		else
+			t->shared += c->wire;
+		t->avail += c->wire;
+		op->cr_head = (op->cr_head + 1) & op->cr_mask;
+		op->cr_n--;
+	}
+	op->cr_next = op->cr_n ? op->cr[op->cr_head].at : SIM_TIME_MAX;
+}
+
 /* The tail of a unit left the buffer `up` holds credits for: the credit reaches `up` one link latency
  * later.  Units leave an input buffer through different outputs with different serialization times, so
  * arrival times are not quite in push order: insert from the back. */
@@ -195,6 +228,8 @@ static void credit_return(struct df *d, struct df_oport *up, simtime_t at, uint3
 	up->cr[(up->cr_head + i) & mask] = (struct df_credit){ .at = at, .wire = wire, .tc = (uint8_t)tc,
 							       .vc = (uint8_t)vc, .resv = resv };
 	up->cr_n++;
+	if (at < up->cr_next)
+		up->cr_next = at;
 	if (up->credit_wait)
 		df_arm_kick(d, up, at);
 }
@@ -389,8 +424,9 @@ static void enqueue(struct df_otc *t, struct df_pkt *pkt, uint32_t vc)
 {
 	uint16_t key = voq_key(pkt->in_port, vc);
 	struct df_voq *v = NULL;
+	const uint16_t *keys = voq_keys(t);
 	for (uint32_t i = 0, n = t->nvq; i < n; i++)
-		if (t->vq[i].key == key) {
+		if (keys[i] == key) {
 			v = &t->vq[i];
 			break;
 		}
