@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../engine.h"
 #include "../nic/sw.h"
@@ -56,6 +57,14 @@ struct bulk_desc {
 
 struct rpc_server;
 struct rpc_client_set;
+
+/* Fatal provider conditions (sw_ep_attr.on_fatal) seen by a set of endpoints. */
+struct rpc_fatal {
+	uint64_t count;
+	char msg[200];
+};
+void rpc_on_fatal(void *ctx, struct sw_ep *ep, const char *msg);
+void rpc_put_fatal(FILE *f, const struct rpc_fatal *fa);
 
 /* What servers publish for clients (world entry "rpc"): the target endpoints, in node, engine, thread
  * order, and the measurement window that the clients define. */

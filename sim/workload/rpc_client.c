@@ -390,6 +390,9 @@ static bool client_addr_of(struct rpc_client_set *cs, uint32_t client, struct sw
 	return true;
 }
 
+uint32_t rpc_client_count(const struct rpc_client_set *cs) { return cs ? cs->n : 0; }
+uint32_t rpc_client_window(const struct rpc_client_set *cs) { return cs ? cs->W : 0; }
+
 /* ---------------------------------------------------------------------------------------- build */
 
 static void read_cfg(struct rpc_client_set *cs, const struct cfg *sec)
@@ -447,6 +450,8 @@ static void open_proc(struct rpc_client_set *cs, struct nic *nic, struct rpc_pro
 	a.cq_size = cs->cq_size ? cs->cq_size : 2 * depth;
 	a.comp = on_comp;
 	a.comp_ctx = cs;
+	a.on_fatal = rpc_on_fatal;
+	a.fatal_ctx = &cs->fatal;
 	int rc = sw_ep_open(nic, &a, &c->ep);
 	if (rc)
 		cfg_fail(cs->section, "processes", "cannot open client endpoint on NIC %u: error %d (too many processes "
@@ -535,9 +540,13 @@ static void clients_summary(struct sim *sim, FILE *f)
 	struct rpc_client_set *cs = w->clients;
 	const struct rpc_client_stats *st = &cs->st;
 	double win_s = (double)cs->measure * 1e-12;
-	uint64_t hazards = 0, stuck = 0;
-	for (uint32_t i = 0; i < cs->n; i++)
-		hazards += sw_ep_stats(cs->procs[i].ep)->mr_hazards;
+	uint64_t hazards = 0, stuck = 0, nacks = 0, rnr_retries = 0;
+	for (uint32_t i = 0; i < cs->n; i++) {
+		const struct sw_ep_stats *e = sw_ep_stats(cs->procs[i].ep);
+		hazards += e->mr_hazards;
+		nacks += e->total_rnr_nacks;
+		rnr_retries += e->total_retries;
+	}
 	for (size_t i = 0; i < (size_t)cs->n * cs->W; i++)
 		stuck += cs->slots[i].state == S_WAIT;
 	uint64_t nodes = (cs->n + cs->ppn - 1) / cs->ppn;
@@ -559,9 +568,13 @@ static void clients_summary(struct sim *sim, FILE *f)
 		(unsigned long long)st->send_errors, (unsigned long long)st->recv_errors,
 		(unsigned long long)st->server_errors, (unsigned long long)st->canceled);
 	fprintf(f, "\"queued\": %llu, \"max_queue\": %u, \"max_inflight_per_process\": %u, "
-		   "\"max_inflight_per_target\": %u, \"eagain\": %llu, \"mr_hazards\": %llu, ",
+		   "\"max_inflight_per_target\": %u, \"eagain\": %llu, \"mr_hazards\": %llu, \"rnr_nacks\": %llu, "
+		   "\"rnr_retries\": %llu, ",
 		(unsigned long long)st->queued, st->max_queue, st->max_inflight, st->max_per_target,
-		(unsigned long long)st->eagain, (unsigned long long)hazards);
+		(unsigned long long)st->eagain, (unsigned long long)hazards, (unsigned long long)nacks,
+		(unsigned long long)rnr_retries);
+	rpc_put_fatal(f, &cs->fatal);
+	fputs(", ", f);
 	put_hist(f, "latency_ns", cs->lat);
 	fputs(", \"bulk\": ", f);
 	bulk_client_summary(cs, f, win_s);

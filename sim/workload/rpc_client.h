@@ -64,6 +64,7 @@ struct rpc_client_set {
 	uint8_t *per_target;     /* n x T in-flight counts (credits on) */
 	struct bulk_client *bulk; /* NULL: plain RPCs */
 	struct rpc_client_stats st;
+	struct rpc_fatal fatal;
 	struct histogram *lat;
 };
 

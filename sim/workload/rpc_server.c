@@ -354,6 +354,28 @@ static simtime_t src_cost(const struct rpc_server_cfg *c)
 	}
 }
 
+/* Exactly-once check: attempts of one client slot carry increasing generations and are sent only after
+ * the previous attempt's send completed, so a generation not above the last one seen is a duplicate. */
+static void note_delivery(struct rpc_server *s, uint64_t hdr)
+{
+	struct rpc_client_set *cs = s->world.clients;
+	if (!s->last_gen && cs) {
+		s->gen_w = rpc_client_window(cs);
+		s->gen_n = rpc_client_count(cs);
+		s->last_gen = xcalloc((size_t)s->gen_n * s->gen_w, sizeof(*s->last_gen));
+	}
+	uint32_t c = rpc_hdr_client(hdr), sl = rpc_hdr_slot(hdr), g = rpc_hdr_gen(hdr);
+	if (!s->last_gen || c >= s->gen_n || sl >= s->gen_w) {
+		s->st.foreign++;
+		return;
+	}
+	uint32_t *last = &s->last_gen[(size_t)c * s->gen_w + sl];
+	if (g <= *last)
+		s->st.duplicates++;
+	else
+		*last = g;
+}
+
 /* A request arrived (standard handle or multi-recv buffer).  Returns the thread time it takes; the
  * response (or bulk RMA) is issued when that time has elapsed (finish_request). */
 static simtime_t take_request(struct sim *sim, struct srv_thread *t, const struct srv_comp *sc, struct srv_req **out)
@@ -411,6 +433,7 @@ static simtime_t take_request(struct sim *sim, struct srv_thread *t, const struc
 		r->src = sc->src;
 	}
 	s->st.requests++;
+	note_delivery(s, r->hdr);
 	if (rpc_in_window(&s->world, sim_now(sim)))
 		s->st.requests_in_window++;
 	cost += c->service;
@@ -501,6 +524,26 @@ static void thread_done(struct sim *sim, void *obj, uint64_t what)
 
 /* ---------------------------------------------------------------------------------------- build */
 
+/* A condition the provider treats as fatal: remember the first message (metrics.json) and stop the run. */
+void rpc_on_fatal(void *ctx, struct sw_ep *ep, const char *msg)
+{
+	struct rpc_fatal *f = ctx;
+	if (!f->count++)
+		snprintf(f->msg, sizeof(f->msg), "%s", msg);
+	sim_stop(nic_sim(sw_ep_nic(ep)));
+}
+
+void rpc_put_fatal(FILE *f, const struct rpc_fatal *fa)
+{
+	fprintf(f, "\"fatal\": %llu, \"fatal_message\": \"", (unsigned long long)fa->count);
+	for (const char *p = fa->msg; *p; p++)
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if ((unsigned char)*p >= 0x20)
+			fputc(*p, f);
+	fputs("\"", f);
+}
+
 static void open_thread(struct sim *sim, struct rpc_server *s, struct srv_thread *t, struct nic *nic)
 {
 	struct rpc_server_cfg *c = &s->cfg;
@@ -517,6 +560,8 @@ static void open_thread(struct sim *sim, struct rpc_server *s, struct srv_thread
 	a.cq_size = c->cq_size;
 	a.comp = on_comp;
 	a.comp_ctx = t;
+	a.on_fatal = rpc_on_fatal;
+	a.fatal_ctx = &s->fatal;
 	int rc = sw_ep_open(nic, &a, &t->ep);
 	if (rc)
 		cfg_fail(c->section, "nodes", "cannot open server endpoint %u on NIC %u: error %d", t->index, nic_addr(nic), rc);
@@ -603,6 +648,7 @@ static void server_free(void *p)
 	}
 	free(s->threads);
 	free(s->world.targets);
+	free(s->last_gen);
 	pool_free_all(&s->req_pool);
 	bulk_server_free(s);
 	free(s);
@@ -668,12 +714,14 @@ static void server_summary(struct sim *sim, FILE *f)
 		(unsigned long long)st->requests, (unsigned long long)st->responses);
 	fprintf(f, "\"posted_high_water\": %u, \"posts\": %llu, \"pool_extensions\": %llu, \"multi_recv_retired\": %llu, "
 		   "\"multi_recv_copies\": %llu, \"cq_backlog_max\": %u, \"eagain\": %llu, \"op_errors\": %llu, "
-		   "\"recv_errors\": %llu, \"thread_utilization\": %.4f, ",
+		   "\"recv_errors\": %llu, \"duplicates\": %llu, \"foreign\": %llu, \"thread_utilization\": %.4f, ",
 		st->posted_max, (unsigned long long)st->posts, (unsigned long long)st->pool_extensions,
 		(unsigned long long)st->mrecv_retired, (unsigned long long)st->mrecv_copies, st->cq_backlog_max,
 		(unsigned long long)st->eagain, (unsigned long long)st->op_errors, (unsigned long long)st->recv_errors,
-		sim_now(sim) ? (double)busy / ((double)sim_now(sim) * s->nthreads) : 0.0);
+		(unsigned long long)st->duplicates, (unsigned long long)st->foreign, sim_now(sim) ? (double)busy / ((double)sim_now(sim) * s->nthreads) : 0.0);
 	rpc_server_nic_summary(sim, s, f);
+	fputs(", ", f);
+	rpc_put_fatal(f, &s->fatal);
 	fputs(", \"bulk\": ", f);
 	bulk_server_summary(s, f, win_s);
 	fputs("}", f);

@@ -26,7 +26,7 @@ struct rpc_server_cfg {
 
 struct rpc_server_stats {
 	uint64_t requests, requests_in_window, responses, posts, pool_extensions, mrecv_retired, mrecv_copies;
-	uint64_t eagain, op_errors, recv_errors, canceled;
+	uint64_t eagain, op_errors, recv_errors, canceled, duplicates, foreign;
 	uint32_t posted_max, cq_backlog_max;
 	uint64_t posted_now, in_use_now, backlog_now; /* timeseries gauges (sums over threads) */
 };
@@ -43,7 +43,14 @@ struct rpc_server {
 	struct nic *any_nic;
 	struct pool req_pool;
 	struct bulk_server *bulk;
+	struct rpc_fatal fatal;
+	uint32_t *last_gen; /* per client slot: highest attempt generation delivered */
+	uint32_t gen_n, gen_w;
 };
+
+/* rpc_client.c: the shape of the client set, for the server's exactly-once table. */
+uint32_t rpc_client_count(const struct rpc_client_set *cs);
+uint32_t rpc_client_window(const struct rpc_client_set *cs);
 
 void rpc_server_nic_summary(struct sim *sim, struct rpc_server *s, FILE *f);
 
