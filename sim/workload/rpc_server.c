@@ -45,22 +45,28 @@ static const struct param server_params[] = {
 	{ "multi_recv_bytes", "bytes", 2097152, 4096, 1ULL << 32, "seed 000 3.2.2: 2 MB buffers" },
 	{ "copy_threshold", "count", 1, 0, 64, "seed 000 3.2.1: copy when one buffer is left (DAOS setting)" },
 	{ "response_bytes", "bytes", 64, 0, 1 << 24, "assumed: Mercury response header, empty output" },
-	{ "service_ns", "ns", 390, 0, 1e9,
+	{ "service_ns", "ns", 330, 0, 1e9,
 	  "CALIBRATED on seed 000 Fig 5 multi-recv single-thread rate, 1.3 M ops/s (docs/workloads.md)" },
-	{ "cq_event_ns", "ns", 90, 0, 1e6, "assumed: fi_cq_read of one entry + NA/HG callback dispatch" },
-	{ "respond_ns", "ns", 120, 0, 1e6, "assumed: HG_Respond encode + fi_tsend call (software part)" },
-	{ "post_recv_ns", "ns", 110, 0, 1e6, "assumed: fi_recv call, LE append command write and doorbell" },
+	{ "cq_event_ns", "ns", 100, 0, 1e6, "assumed: fi_cq_read of one entry + NA/HG callback dispatch" },
+	{ "respond_ns", "ns", 250, 0, 1e6, "assumed: HG_Respond encode + fi_tsend (IDC command, MMIO doorbell)" },
+	{ "post_recv_ns", "ns", 250, 0, 1e6, "assumed: handle reset + fi_recv (LE append command, MMIO doorbell)" },
 	{ "src_user_id_ns", "ns", 10, 0, 1e6, "assumed: FI_SOURCE + FI_AV_USER_ID, no lookup" },
 	{ "src_av_lookup_ns", "ns", 60, 0, 1e6, "assumed: FI_SOURCE, reverse AV hash lookup" },
 	{ "src_header_ns", "ns", 180, 0, 1e6, "assumed: unpack source address from header + AV lookup/insert" },
 	{ "copy_base_ns", "ns", 40, 0, 1e6, "assumed: memcpy call and buffer bookkeeping" },
 	{ "copy_gbps", "GB/s", 10, 0.1, 1000, "assumed: single-core memcpy bandwidth" },
+	{ "prov_unexpected_ns", "ns", 400, 0, 1e6,
+	  "assumed: provider work for a receive matched from the unexpected list (overflow PUT and PUT_OVERFLOW "
+	  "events, list bookkeeping), charged to the posting thread; plus the copy out of the overflow buffer" },
+	{ "prov_sw_match_ns", "ns", 300, 0, 1e6,
+	  "assumed: provider software matching of one message in a request buffer, charged to the progressing "
+	  "thread; plus the copy out of the request buffer" },
 	{ "eagain_retry_ns", "ns", 1000, 1, 1e9, "assumed: retry delay after -FI_EAGAIN" },
 };
 enum {
 	P_NODES, P_ENGINES, P_THREADS, P_NICS_PER_NODE, P_FIRST_NIC, P_NODE_STRIDE, P_POST_INIT, P_POST_INCR,
 	P_RECV_BYTES, P_MR_BUFS, P_MR_BYTES, P_COPY_THRESH, P_RESP_BYTES, P_SERVICE, P_CQ_EVENT, P_RESPOND,
-	P_POST_RECV, P_SRC_UID, P_SRC_AV, P_SRC_HDR, P_COPY_BASE, P_COPY_GBPS, P_EAGAIN,
+	P_POST_RECV, P_SRC_UID, P_SRC_AV, P_SRC_HDR, P_COPY_BASE, P_COPY_GBPS, P_PROV_UX, P_PROV_SW, P_EAGAIN,
 };
 
 /* Context kinds: the first byte of every object handed to the endpoint as an operation context. */
@@ -121,6 +127,7 @@ struct srv_thread {
 	uint32_t qcap, qhead, qlen;
 	bool stepping;
 	struct srv_comp cur; /* being processed */
+	uint32_t last_len;   /* size of the last request: what an unexpected match will copy */
 	/* standard */
 	struct srv_handle **handles;
 	uint32_t nhandles, hcap, posted, in_use;
@@ -187,9 +194,24 @@ static void on_comp(void *ctx, struct sw_ep *ep, const struct sw_comp *c)
 
 static void arm_retry(struct sim *sim, struct srv_thread *t);
 
-static bool post_handle(struct srv_thread *t, struct srv_handle *h)
+static simtime_t copy_cost(const struct rpc_server_cfg *c, uint32_t len);
+
+/* Provider work the receive post will do on this thread (the sw layer models no host time for its data
+ * path): a post that finds an unexpected header waiting in hardware is completed from the overflow buffer
+ * at once, with the extra events and the copy. */
+static simtime_t post_extra(struct srv_thread *t)
+{
+	struct nic_pte_status st;
+	if (nic_pte_status(sw_ep_nic(t->ep), sw_ep_rx_ptn(t->ep), &st) || st.state != C_PTLTE_ENABLED || !st.ule_count)
+		return 0;
+	t->srv->st.ux_posts++;
+	return t->srv->cfg.prov_ux + copy_cost(&t->srv->cfg, t->last_len);
+}
+
+static bool post_handle(struct srv_thread *t, struct srv_handle *h, simtime_t *cost)
 {
 	struct rpc_server_cfg *c = cfg_of(t);
+	simtime_t extra = post_extra(t);
 	int rc = sw_recv(t->ep, (uint64_t)h->idx * c->recv_bytes + 0x10000000ULL, c->recv_bytes, NULL, 0, 0, 0, h);
 	if (rc == -FI_EAGAIN)
 		return false;
@@ -201,6 +223,7 @@ static bool post_handle(struct srv_thread *t, struct srv_handle *h)
 	t->srv->st.posts++;
 	if (t->posted > t->srv->st.posted_max)
 		t->srv->st.posted_max = t->posted;
+	*cost += extra;
 	return true;
 }
 
@@ -232,12 +255,13 @@ static struct srv_handle *new_handle(struct srv_thread *t)
 /* Create and post n handles (Mercury's pool creation and extension). */
 static simtime_t extend_pool(struct sim *sim, struct srv_thread *t, uint32_t n)
 {
+	simtime_t cost = (simtime_t)n * t->srv->cfg.post_recv;
 	for (uint32_t i = 0; i < n; i++) {
 		struct srv_handle *h = new_handle(t);
-		if (!post_handle(t, h))
+		if (!post_handle(t, h, &cost))
 			repost_later(sim, t, h);
 	}
-	return (simtime_t)n * t->srv->cfg.post_recv;
+	return cost;
 }
 
 static bool post_mrecv(struct srv_thread *t, struct mrecv_buf *b)
@@ -296,12 +320,15 @@ static void retry_fire(struct sim *sim, void *obj, uint64_t arg)
 		if (!t->retry_head)
 			t->retry_tail = NULL;
 	}
+	simtime_t cost = 0;
 	while (t->nrepost) {
 		struct srv_handle *h = t->handles[t->repost_list[t->nrepost - 1]];
-		if (!post_handle(t, h))
+		if (!post_handle(t, h, &cost))
 			break;
 		t->nrepost--;
 	}
+	if (cost)
+		host_core_charge(&t->core, sim_now(sim), cost);
 	if (t->retry_head || t->nrepost)
 		arm_retry(sim, t);
 }
@@ -330,9 +357,9 @@ static simtime_t release_req(struct sim *sim, struct srv_thread *t, struct srv_r
 		struct srv_handle *h = t->handles[r->handle];
 		t->in_use--;
 		t->srv->st.in_use_now--;
-		if (!post_handle(t, h))
-			repost_later(sim, t, h);
 		cost += c->post_recv;
+		if (!post_handle(t, h, &cost))
+			repost_later(sim, t, h);
 	} else if (r->holds_buf) {
 		struct mrecv_buf *b = &t->bufs[r->handle];
 		if (--b->refs == 0 && b->retired) {
@@ -383,6 +410,13 @@ static simtime_t take_request(struct sim *sim, struct srv_thread *t, const struc
 	struct rpc_server *s = t->srv;
 	struct rpc_server_cfg *c = &s->cfg;
 	simtime_t cost = c->cq_event;
+	t->last_len = sc->len;
+	/* Provider work behind this completion when the receive side is not matching in hardware: the
+	 * message sat in a request buffer and software matched and copied it (charged here, see post_extra). */
+	if (sw_ep_rxc_state(t->ep) != RXC_ENABLED) {
+		s->st.sw_matched++;
+		cost += c->prov_sw + copy_cost(c, sc->len);
+	}
 	struct srv_req *r = pool_get(&s->req_pool);
 	memset(r, 0, sizeof(*r));
 	r->kind = CTX_REQ;
@@ -618,6 +652,8 @@ static void read_cfg(struct rpc_server *s, const struct cfg *sec)
 	c->src_hdr = ns_to_ps(param_get(sec, &P[P_SRC_HDR]));
 	c->copy_base = ns_to_ps(param_get(sec, &P[P_COPY_BASE]));
 	c->copy_ps_per_byte = 1000.0 / param_get(sec, &P[P_COPY_GBPS]); /* 1 GB/s = 1 byte/ns */
+	c->prov_ux = ns_to_ps(param_get(sec, &P[P_PROV_UX]));
+	c->prov_sw = ns_to_ps(param_get(sec, &P[P_PROV_SW]));
 	c->eagain_retry = ns_to_ps(param_get(sec, &P[P_EAGAIN]));
 	c->rx_size = (uint32_t)cfg_u64(sec, "rx_size", 1024, 1, 15360);
 	c->cq_size = (uint32_t)cfg_u64(sec, "cq_size", 0, 0, 1u << 24); /* 0: FI_CXI_DEFAULT_CQ_SIZE */
@@ -714,11 +750,13 @@ static void server_summary(struct sim *sim, FILE *f)
 		(unsigned long long)st->requests, (unsigned long long)st->responses);
 	fprintf(f, "\"posted_high_water\": %u, \"posts\": %llu, \"pool_extensions\": %llu, \"multi_recv_retired\": %llu, "
 		   "\"multi_recv_copies\": %llu, \"cq_backlog_max\": %u, \"eagain\": %llu, \"op_errors\": %llu, "
-		   "\"recv_errors\": %llu, \"duplicates\": %llu, \"foreign\": %llu, \"thread_utilization\": %.4f, ",
+		   "\"recv_errors\": %llu, \"duplicates\": %llu, \"foreign\": %llu, \"unexpected_posts\": %llu, "
+		   "\"software_matched\": %llu, \"thread_utilization\": %.4f, ",
 		st->posted_max, (unsigned long long)st->posts, (unsigned long long)st->pool_extensions,
 		(unsigned long long)st->mrecv_retired, (unsigned long long)st->mrecv_copies, st->cq_backlog_max,
 		(unsigned long long)st->eagain, (unsigned long long)st->op_errors, (unsigned long long)st->recv_errors,
-		(unsigned long long)st->duplicates, (unsigned long long)st->foreign, sim_now(sim) ? (double)busy / ((double)sim_now(sim) * s->nthreads) : 0.0);
+		(unsigned long long)st->duplicates, (unsigned long long)st->foreign, (unsigned long long)st->ux_posts,
+		(unsigned long long)st->sw_matched, sim_now(sim) ? (double)busy / ((double)sim_now(sim) * s->nthreads) : 0.0);
 	rpc_server_nic_summary(sim, s, f);
 	fputs(", ", f);
 	rpc_put_fatal(f, &s->fatal);

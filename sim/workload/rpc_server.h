@@ -18,6 +18,7 @@ struct rpc_server_cfg {
 	uint32_t post_init, post_incr, recv_bytes, mr_bufs, copy_threshold, resp_bytes, rx_size, cq_size;
 	uint64_t mr_bytes;
 	simtime_t service, cq_event, respond, post_recv, src_uid, src_av, src_hdr, copy_base, eagain_retry;
+	simtime_t prov_ux, prov_sw;
 	double copy_ps_per_byte;
 	struct sw_env env;
 	uint8_t num_vnis;
@@ -26,7 +27,7 @@ struct rpc_server_cfg {
 
 struct rpc_server_stats {
 	uint64_t requests, requests_in_window, responses, posts, pool_extensions, mrecv_retired, mrecv_copies;
-	uint64_t eagain, op_errors, recv_errors, canceled, duplicates, foreign;
+	uint64_t eagain, op_errors, recv_errors, canceled, duplicates, foreign, ux_posts, sw_matched;
 	uint32_t posted_max, cq_backlog_max;
 	uint64_t posted_now, in_use_now, backlog_now; /* timeseries gauges (sums over threads) */
 };
