@@ -199,6 +199,7 @@ struct nic {
 	struct nic_le_pool pools[C_LE_POOLS];
 	struct nic_pe pe[C_PE_COUNT];
 	simtime_t tx_free;        /* transmit engine busy until */
+	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
 
 	struct pool le_pool, pkt_pool, op_pool, work_pool, evrec_pool;
 	uint64_t rdzv_seq;

@@ -187,11 +187,16 @@ int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, ui
  * -FI_EKEYREJECTED (key >= 2^32), -FI_ENOKEY (duplicate). */
 struct sw_mr;
 typedef void (*sw_mr_done_fn)(void *ctx, struct sw_mr *mr, int ret);
+/* sw_mr_reg flags: ask for a provider key (the domain's FI_MR_PROV_KEY mode) instead of requested_key. */
+#define SW_MR_PROV_KEY (1ULL << 60)
 int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uint64_t requested_key,
 	      uint64_t flags, sw_mr_done_fn done, void *ctx, struct sw_mr **out);
 int sw_mr_close(struct sw_mr *mr, sw_mr_done_fn done, void *ctx);
+/* The MR's object stays valid until its close completes (done called); then it is freed. */
 uint64_t sw_mr_key(const struct sw_mr *mr);
 bool sw_mr_is_optimized(const struct sw_mr *mr);
+/* FI_CXI_MR_MATCH_EVENTS accounting: remote accesses matched, and completed. */
+void sw_mr_events(const struct sw_mr *mr, uint64_t *matched, uint64_t *completed);
 
 /* Per-endpoint statistics (also exported as stats counters "nic.<n>.ep.<pid>.<name>"). */
 struct sw_ep_stats {
