@@ -31,7 +31,7 @@ def accounting(m):
 def test_no_rpc_lost_or_duplicated(run_scenario, strategy):
     _, m = run_scenario(SMALL, {"strategy": strategy, "clients": 96})
     accounting(m)
-    assert m["rpc_client"]["completed"] > 1000
+    assert m["rpc_client"]["completed"] > 500
     assert m["rpc_client"]["failed"] == 0
 
 
@@ -56,8 +56,8 @@ LE_LIMIT = 300
 def standard_overload(run_scenario):
     """Standard receives, hybrid matching, an LE pool capped at LE_LIMIT, far more requests than LEs."""
     nic = json.dumps({"le_pools": [{"pool": 0, "max_alloc": LE_LIMIT}]})
-    return run_scenario(SMALL, {"strategy": "standard", "clients": 1024, "in_flight": 1, "post_init": 128,
-                                "post_incr": 128, "nic": nic, "measure_us": 600})
+    return run_scenario(SMALL, {"strategy": "standard", "clients": 1024, "endpoints": 257, "in_flight": 1,
+                                "post_init": 16, "post_incr": 16, "nic": nic, "measure_us": 600})
 
 
 def test_le_use_never_above_limit(standard_overload):
@@ -70,21 +70,25 @@ def test_le_use_never_above_limit(standard_overload):
 def test_standard_overload_exhausts_les_and_goes_software(standard_overload):
     rundir, m = standard_overload
     s = m["rpc_server"]
-    # Mercury kept extending its pool of posted handles ...
-    assert s["pool_extensions"] >= 1 and s["posted_high_water"] > 128, s
-    # ... until the LEs ran out and the hybrid PtlTE moved to software matching.
-    assert s["sw_transitions"] >= 1, s
-    assert s["endpoints_in_software"] == 1, s
+    # Unexpected headers took LEs until the pool limit; the hybrid PtlTE then moved to software matching
+    # (SM_UNEXPECTED_FAIL), the provider onloaded the hardware unexpected list, and software matched the rest.
+    assert s["sw_transitions"] == 1 and s["endpoints_in_software"] == 1, s
+    assert s["onloaded"] > 0 and s["software_matched"] > 0.9 * s["requests"], s
+    # Mercury ran out of posted handles and extended its pool (16 at a time), which the timeseries shows.
+    assert s["pool_extensions"] >= 1 and s["posted_high_water"] == 16 * (1 + s["pool_extensions"]), s
     rows = timeseries(rundir)
     posted = [int(r["rpc_server.posted"]) for r in rows]
-    assert max(posted) > 128 and posted[0] <= 128 + 128, posted[:10]
+    assert posted[0] == 16 and max(posted) > 16, posted[:10]
+    # The NIC's own telemetry saw the limit being hit.
+    tel = open(os.path.join(rundir, "telemetry.csv"), encoding="utf-8").read()
+    assert "sim.nic_state_change.SM_UNEXPECTED_FAIL,counter,1" in tel
 
 
 def test_multi_recv_copy_fallback_counted(run_scenario):
     # Two small buffers and a slow handler: buffers retire while requests still hold them, so the server is
     # often down to one posted buffer and must copy.
-    _, m = run_scenario(SMALL, {"strategy": "multi_recv", "clients": 256, "buffers": 2, "buffer_bytes": 16384,
-                                "service_ns": 2000})
+    _, m = run_scenario(SMALL, {"strategy": "multi_recv", "clients": 256, "buffers": 2, "buffer_bytes": 4096,
+                                "service_ns": 2000, "measure_us": 600})
     s = m["rpc_server"]
     assert s["multi_recv_retired"] > 10, s
     assert s["multi_recv_copies"] > 0, s
