@@ -63,7 +63,7 @@ void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_
 static void init_event(struct nic *nic, const struct nic_op *op, uint8_t type, uint8_t rc, uint32_t mlength,
 		       simtime_t delay)
 {
-	if (op->eqn == NIC_NONE)
+	if (op->eqn == NIC_NONE || !op->lni->live)
 		return;
 	struct nic_event ev = { 0 };
 	ev.type = type;

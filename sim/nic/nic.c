@@ -357,7 +357,7 @@ static void nic_init_one(struct nic_world *w, struct sim *sim, struct nic *nic, 
 	pool_init(&nic->pkt_pool, sizeof(struct nic_pkt), 64);
 	pool_init(&nic->op_pool, sizeof(struct nic_op), 64);
 	pool_init(&nic->work_pool, sizeof(struct nic_work), 64);
-	pool_init(&nic->evrec_pool, sizeof(struct nic_event) + 16, 64);
+	pool_init(&nic->evrec_pool, sizeof(struct nic_event) + 32, 64);
 	nic_le_pools_init(nic);
 	/* The default service: unrestricted VNIs, hardware limits, pool 0 on every PE. */
 	struct nic_svc_desc d = { 0 };
@@ -382,12 +382,15 @@ static void nic_init_one(struct nic_world *w, struct sim *sim, struct nic *nic, 
 	fabric_attach(nic->fabric, addr, nic_lpe_rx, nic);
 }
 
+void nic_cmdq_zombies_free(struct nic *nic);
+
 static void nic_free_one(struct nic *nic)
 {
 	for (uint32_t i = 0; i < nic->nlnis; i++) {
 		nic_lni_free(nic->lnis[i]);
 		free(nic->lnis[i]);
 	}
+	nic_cmdq_zombies_free(nic);
 	free(nic->lnis);
 	for (uint32_t i = 0; i < nic->neqs; i++)
 		free(nic->eqs[i].ring);
