@@ -45,7 +45,7 @@ static const struct param server_params[] = {
 	{ "multi_recv_bytes", "bytes", 2097152, 4096, 1ULL << 32, "seed 000 3.2.2: 2 MB buffers" },
 	{ "copy_threshold", "count", 1, 0, 64, "seed 000 3.2.1: copy when one buffer is left (DAOS setting)" },
 	{ "response_bytes", "bytes", 64, 0, 1 << 24, "assumed: Mercury response header, empty output" },
-	{ "service_ns", "ns", 330, 0, 1e9,
+	{ "service_ns", "ns", 309, 0, 1e9,
 	  "CALIBRATED on seed 000 Fig 5 multi-recv single-thread rate, 1.3 M ops/s (docs/workloads.md)" },
 	{ "cq_event_ns", "ns", 100, 0, 1e6, "assumed: fi_cq_read of one entry + NA/HG callback dispatch" },
 	{ "respond_ns", "ns", 250, 0, 1e6, "assumed: HG_Respond encode + fi_tsend (IDC command, MMIO doorbell)" },
