@@ -55,6 +55,11 @@ static const struct param server_params[] = {
 	{ "src_header_ns", "ns", 180, 0, 1e6, "assumed: unpack source address from header + AV lookup/insert" },
 	{ "copy_base_ns", "ns", 40, 0, 1e6, "assumed: memcpy call and buffer bookkeeping" },
 	{ "copy_gbps", "GB/s", 10, 0.1, 1000, "assumed: single-core memcpy bandwidth" },
+	{ "map_lock_ns", "ns", 150, 0, 1e6,
+	  "assumed: MR-cache search that cxi does under libfabric's process-wide mm_lock for every posted buffer" },
+	{ "map_lock_handoff_ns", "ns", 350, 0, 1e6,
+	  "CALIBRATED on seed 000 Fig 4b standard receives, ~8 M ops/s: extra hold when the lock and the cache's "
+	  "lines come from another thread's core" },
 	{ "prov_unexpected_ns", "ns", 400, 0, 1e6,
 	  "assumed: provider work for a receive matched from the unexpected list (overflow PUT and PUT_OVERFLOW "
 	  "events, list bookkeeping), charged to the posting thread; plus the copy out of the overflow buffer" },
@@ -66,7 +71,7 @@ static const struct param server_params[] = {
 enum {
 	P_NODES, P_ENGINES, P_THREADS, P_NICS_PER_NODE, P_FIRST_NIC, P_NODE_STRIDE, P_POST_INIT, P_POST_INCR,
 	P_RECV_BYTES, P_MR_BUFS, P_MR_BYTES, P_COPY_THRESH, P_RESP_BYTES, P_SERVICE, P_CQ_EVENT, P_RESPOND,
-	P_POST_RECV, P_SRC_UID, P_SRC_AV, P_SRC_HDR, P_COPY_BASE, P_COPY_GBPS, P_PROV_UX, P_PROV_SW, P_EAGAIN,
+	P_POST_RECV, P_SRC_UID, P_SRC_AV, P_SRC_HDR, P_COPY_BASE, P_COPY_GBPS, P_MAP_LOCK, P_MAP_HANDOFF, P_PROV_UX, P_PROV_SW, P_EAGAIN,
 };
 
 /* Context kinds: the first byte of every object handed to the endpoint as an operation context. */
@@ -117,8 +122,18 @@ struct srv_comp {
 	struct bulk_desc desc; /* bulk requests: the descriptor the request carried */
 };
 
+/* An engine process: its threads share libfabric's process-wide MR-cache lock, taken on every receive post
+ * (cxi maps the posted buffer through the cache), so concurrent reposts of its threads serialize. */
+struct srv_engine {
+	simtime_t lock_free;
+	uint32_t last_holder; /* thread index + 1; 0: none yet */
+	uint64_t lock_wait_ps, lock_acq, handoffs;
+};
+
 struct srv_thread {
 	struct rpc_server *srv;
+	struct srv_engine *engine;
+	simtime_t step_now; /* start of the work item being costed (posts within it happen later) */
 	struct sw_ep *ep;
 	uint32_t index;
 	struct host_core core;
@@ -208,10 +223,31 @@ static simtime_t post_extra(struct srv_thread *t)
 	return t->srv->cfg.prov_ux + copy_cost(&t->srv->cfg, t->last_len);
 }
 
+/* Thread time of one receive post issued `so_far` into the current work item: the provider call, then the
+ * buffer mapping under the engine's MR-cache lock (waiting while another thread of the engine holds it). */
+static simtime_t recv_post_cost(struct srv_thread *t, simtime_t so_far)
+{
+	const struct rpc_server_cfg *c = cfg_of(t);
+	struct srv_engine *e = t->engine;
+	simtime_t at = t->step_now + so_far + c->post_recv;
+	simtime_t start = e->lock_free > at ? e->lock_free : at;
+	simtime_t hold = c->map_lock;
+	if (e->last_holder && e->last_holder != t->index + 1) {
+		hold += c->map_handoff;
+		e->handoffs++;
+	}
+	e->last_holder = t->index + 1;
+	e->lock_free = start + hold;
+	e->lock_wait_ps += start - at;
+	e->lock_acq++;
+	return c->post_recv + (start - at) + hold;
+}
+
 static bool post_handle(struct srv_thread *t, struct srv_handle *h, simtime_t *cost)
 {
 	struct rpc_server_cfg *c = cfg_of(t);
 	simtime_t extra = post_extra(t);
+	*cost += recv_post_cost(t, *cost) + extra;
 	int rc = sw_recv(t->ep, (uint64_t)h->idx * c->recv_bytes + 0x10000000ULL, c->recv_bytes, NULL, 0, 0, 0, h);
 	if (rc == -FI_EAGAIN)
 		return false;
@@ -223,7 +259,6 @@ static bool post_handle(struct srv_thread *t, struct srv_handle *h, simtime_t *c
 	t->srv->st.posts++;
 	if (t->posted > t->srv->st.posted_max)
 		t->srv->st.posted_max = t->posted;
-	*cost += extra;
 	return true;
 }
 
@@ -253,20 +288,19 @@ static struct srv_handle *new_handle(struct srv_thread *t)
 }
 
 /* Create and post n handles (Mercury's pool creation and extension). */
-static simtime_t extend_pool(struct sim *sim, struct srv_thread *t, uint32_t n)
+static void extend_pool(struct sim *sim, struct srv_thread *t, uint32_t n, simtime_t *cost)
 {
-	simtime_t cost = (simtime_t)n * t->srv->cfg.post_recv;
 	for (uint32_t i = 0; i < n; i++) {
 		struct srv_handle *h = new_handle(t);
-		if (!post_handle(t, h, &cost))
+		if (!post_handle(t, h, cost))
 			repost_later(sim, t, h);
 	}
-	return cost;
 }
 
-static bool post_mrecv(struct srv_thread *t, struct mrecv_buf *b)
+static bool post_mrecv(struct srv_thread *t, struct mrecv_buf *b, simtime_t *cost)
 {
 	struct rpc_server_cfg *c = cfg_of(t);
+	*cost += recv_post_cost(t, *cost);
 	int rc = sw_recv(t->ep, b->addr, c->mr_bytes, NULL, 0, 0, FI_MULTI_RECV, b);
 	if (rc == -FI_EAGAIN)
 		return false;
@@ -321,6 +355,7 @@ static void retry_fire(struct sim *sim, void *obj, uint64_t arg)
 			t->retry_tail = NULL;
 	}
 	simtime_t cost = 0;
+	t->step_now = sim_now(sim);
 	while (t->nrepost) {
 		struct srv_handle *h = t->handles[t->repost_list[t->nrepost - 1]];
 		if (!post_handle(t, h, &cost))
@@ -349,27 +384,23 @@ static simtime_t copy_cost(const struct rpc_server_cfg *c, uint32_t len)
 }
 
 /* Release the request's receive resources (Mercury: handle destroyed after the response completed). */
-static simtime_t release_req(struct sim *sim, struct srv_thread *t, struct srv_req *r)
+static void release_req(struct sim *sim, struct srv_thread *t, struct srv_req *r, simtime_t *cost)
 {
 	struct rpc_server_cfg *c = cfg_of(t);
-	simtime_t cost = 0;
 	if (c->strategy == RPC_STANDARD) {
 		struct srv_handle *h = t->handles[r->handle];
 		t->in_use--;
 		t->srv->st.in_use_now--;
-		cost += c->post_recv;
-		if (!post_handle(t, h, &cost))
+		if (!post_handle(t, h, cost))
 			repost_later(sim, t, h);
 	} else if (r->holds_buf) {
 		struct mrecv_buf *b = &t->bufs[r->handle];
 		if (--b->refs == 0 && b->retired) {
-			if (!post_mrecv(t, b))
+			if (!post_mrecv(t, b, cost))
 				die("rpc_server: multi-recv repost refused (thread %u)", t->index);
-			cost += c->post_recv;
 		}
 	}
 	pool_put(&t->srv->req_pool, r);
-	return cost;
 }
 
 static simtime_t src_cost(const struct rpc_server_cfg *c)
@@ -433,7 +464,7 @@ static simtime_t take_request(struct sim *sim, struct srv_thread *t, const struc
 		/* Mercury: all pre-posted handles consumed or in use -> post post_incr more. */
 		if (t->posted == 0 && c->post_incr > 0) {
 			s->st.pool_extensions++;
-			cost += extend_pool(sim, t, c->post_incr);
+			extend_pool(sim, t, c->post_incr, &cost);
 		}
 	} else {
 		struct mrecv_buf *b = sc->ctx;
@@ -453,9 +484,8 @@ static simtime_t take_request(struct sim *sim, struct srv_thread *t, const struc
 			cost += copy_cost(c, sc->len);
 			r->holds_buf = false;
 			if (--b->refs == 0 && b->retired) {
-				if (!post_mrecv(t, b))
+				if (!post_mrecv(t, b, &cost))
 					die("rpc_server: multi-recv repost refused (thread %u)", t->index);
-				cost += c->post_recv;
 			}
 		}
 	}
@@ -503,6 +533,7 @@ static void thread_step(struct sim *sim, void *obj, uint64_t arg)
 	struct rpc_server *s = t->srv;
 	struct rpc_server_cfg *c = &s->cfg;
 	(void)arg;
+	t->step_now = sim_now(sim);
 	t->cur = t->q[t->qhead];
 	t->qhead = (t->qhead + 1) % t->qcap;
 	t->qlen--;
@@ -526,7 +557,7 @@ static void thread_step(struct sim *sim, void *obj, uint64_t arg)
 		} else {
 			/* Response sent: release the RPC. */
 			s->st.responses++;
-			cost += release_req(sim, t, r);
+			release_req(sim, t, r, &cost);
 			what = 2;
 		}
 	} else if (sc->err == FI_ECANCELED) {
@@ -599,8 +630,10 @@ static void open_thread(struct sim *sim, struct rpc_server *s, struct srv_thread
 	int rc = sw_ep_open(nic, &a, &t->ep);
 	if (rc)
 		cfg_fail(c->section, "nodes", "cannot open server endpoint %u on NIC %u: error %d", t->index, nic_addr(nic), rc);
+	simtime_t cost = 0;
+	t->step_now = 0;
 	if (c->strategy == RPC_STANDARD) {
-		extend_pool(sim, t, c->post_init);
+		extend_pool(sim, t, c->post_init, &cost);
 	} else {
 		t->bufs = xcalloc(c->mr_bufs, sizeof(*t->bufs));
 		for (uint32_t i = 0; i < c->mr_bufs; i++) {
@@ -609,10 +642,16 @@ static void open_thread(struct sim *sim, struct rpc_server *s, struct srv_thread
 			b->idx = i;
 			b->t = t;
 			b->addr = 0x40000000ULL + (uint64_t)i * c->mr_bytes;
-			if (!post_mrecv(t, b))
+			if (!post_mrecv(t, b, &cost))
 				cfg_fail(c->section, "multi_recv_buffers", "multi-recv buffer %u could not be posted", i);
 		}
 	}
+	/* The server set up before its clients started: the initial posts cost nothing in the run. */
+	t->engine->lock_free = 0;
+	t->engine->last_holder = 0;
+	t->engine->lock_wait_ps = 0;
+	t->engine->lock_acq = 0;
+	t->engine->handoffs = 0;
 }
 
 static void read_cfg(struct rpc_server *s, const struct cfg *sec)
@@ -652,6 +691,8 @@ static void read_cfg(struct rpc_server *s, const struct cfg *sec)
 	c->src_hdr = ns_to_ps(param_get(sec, &P[P_SRC_HDR]));
 	c->copy_base = ns_to_ps(param_get(sec, &P[P_COPY_BASE]));
 	c->copy_ps_per_byte = 1000.0 / param_get(sec, &P[P_COPY_GBPS]); /* 1 GB/s = 1 byte/ns */
+	c->map_lock = ns_to_ps(param_get(sec, &P[P_MAP_LOCK]));
+	c->map_handoff = ns_to_ps(param_get(sec, &P[P_MAP_HANDOFF]));
 	c->prov_ux = ns_to_ps(param_get(sec, &P[P_PROV_UX]));
 	c->prov_sw = ns_to_ps(param_get(sec, &P[P_PROV_SW]));
 	c->eagain_retry = ns_to_ps(param_get(sec, &P[P_EAGAIN]));
@@ -683,6 +724,7 @@ static void server_free(void *p)
 		free(t->repost_list);
 	}
 	free(s->threads);
+	free(s->engines);
 	free(s->world.targets);
 	free(s->last_gen);
 	pool_free_all(&s->req_pool);
@@ -699,6 +741,7 @@ static void server_build(struct sim *sim, const struct cfg *sec)
 		cfg_fail(sec, "engines_per_node", "%u engines but %u NICs per node: each engine uses its own NIC",
 			 c->engines, c->nics_per_node);
 	s->nthreads = c->nodes * c->engines * c->threads;
+	s->engines = xcalloc((size_t)c->nodes * c->engines, sizeof(*s->engines));
 	s->threads = xcalloc(s->nthreads, sizeof(*s->threads));
 	s->world.ntargets = s->nthreads;
 	s->world.targets = xcalloc(s->nthreads, sizeof(*s->world.targets));
@@ -719,6 +762,7 @@ static void server_build(struct sim *sim, const struct cfg *sec)
 			for (uint32_t th = 0; th < c->threads; th++, i++) {
 				struct srv_thread *t = &s->threads[i];
 				t->srv = s;
+				t->engine = &s->engines[n * c->engines + e];
 				t->index = i;
 				open_thread(sim, s, t, nic);
 				s->world.targets[i] = sw_ep_addr(t->ep);
@@ -739,9 +783,13 @@ static void server_summary(struct sim *sim, FILE *f)
 	double win_s = w->win_end > w->win_start && w->win_end != SIM_TIME_MAX
 			       ? (double)(w->win_end - w->win_start) * 1e-12
 			       : (double)sim_now(sim) * 1e-12;
-	uint64_t busy = 0;
+	uint64_t busy = 0, lock_wait = 0, lock_acq = 0;
 	for (uint32_t i = 0; i < s->nthreads; i++)
 		busy += s->threads[i].core.busy_ps;
+	for (uint32_t i = 0; i < c->nodes * c->engines; i++) {
+		lock_wait += s->engines[i].lock_wait_ps;
+		lock_acq += s->engines[i].lock_acq;
+	}
 	fprintf(f, "{\"strategy\": \"%s\", \"nodes\": %u, \"engines_per_node\": %u, \"threads_per_engine\": %u, "
 		   "\"endpoints\": %u, ",
 		c->strategy == RPC_STANDARD ? "standard" : "multi_recv", c->nodes, c->engines, c->threads, s->nthreads);
@@ -751,12 +799,14 @@ static void server_summary(struct sim *sim, FILE *f)
 	fprintf(f, "\"posted_high_water\": %u, \"posts\": %llu, \"pool_extensions\": %llu, \"multi_recv_retired\": %llu, "
 		   "\"multi_recv_copies\": %llu, \"cq_backlog_max\": %u, \"eagain\": %llu, \"op_errors\": %llu, "
 		   "\"recv_errors\": %llu, \"duplicates\": %llu, \"foreign\": %llu, \"unexpected_posts\": %llu, "
-		   "\"software_matched\": %llu, \"thread_utilization\": %.4f, ",
+		   "\"software_matched\": %llu, \"map_lock_acquisitions\": %llu, \"map_lock_wait_ns_mean\": %.1f, "
+		   "\"thread_utilization\": %.4f, ",
 		st->posted_max, (unsigned long long)st->posts, (unsigned long long)st->pool_extensions,
 		(unsigned long long)st->mrecv_retired, (unsigned long long)st->mrecv_copies, st->cq_backlog_max,
 		(unsigned long long)st->eagain, (unsigned long long)st->op_errors, (unsigned long long)st->recv_errors,
 		(unsigned long long)st->duplicates, (unsigned long long)st->foreign, (unsigned long long)st->ux_posts,
-		(unsigned long long)st->sw_matched, sim_now(sim) ? (double)busy / ((double)sim_now(sim) * s->nthreads) : 0.0);
+		(unsigned long long)st->sw_matched, (unsigned long long)lock_acq,
+		lock_acq ? (double)lock_wait / (double)lock_acq / 1000.0 : 0.0, sim_now(sim) ? (double)busy / ((double)sim_now(sim) * s->nthreads) : 0.0);
 	rpc_server_nic_summary(sim, s, f);
 	fputs(", ", f);
 	rpc_put_fatal(f, &s->fatal);

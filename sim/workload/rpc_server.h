@@ -18,7 +18,7 @@ struct rpc_server_cfg {
 	uint32_t post_init, post_incr, recv_bytes, mr_bufs, copy_threshold, resp_bytes, rx_size, cq_size;
 	uint64_t mr_bytes;
 	simtime_t service, cq_event, respond, post_recv, src_uid, src_av, src_hdr, copy_base, eagain_retry;
-	simtime_t prov_ux, prov_sw;
+	simtime_t prov_ux, prov_sw, map_lock, map_handoff;
 	double copy_ps_per_byte;
 	struct sw_env env;
 	uint8_t num_vnis;
@@ -34,12 +34,14 @@ struct rpc_server_stats {
 
 struct bulk_server;
 struct srv_thread;
+struct srv_engine;
 
 struct rpc_server {
 	struct rpc_server_cfg cfg;
 	struct rpc_server_stats st;
 	struct rpc_world world;
 	struct srv_thread *threads;
+	struct srv_engine *engines;
 	uint32_t nthreads;
 	struct nic *any_nic;
 	struct pool req_pool;
