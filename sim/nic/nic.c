@@ -516,6 +516,34 @@ static void read_services(struct nic_world *w, const struct cfg *c)
 	}
 }
 
+void nic_le_pools_timeseries(struct nic *nic, const uint8_t *svc_pools, unsigned nsvc_pools);
+
+/* nic.timeseries_nics: [1, ...] -- sample LE use of every service pool and the limit-hit counter of these
+ * NICs into timeseries.csv. */
+static void read_timeseries(struct nic_world *w, struct sim *sim, const struct cfg *c)
+{
+	int n = cfg_array_len(c, "timeseries_nics");
+	uint8_t pools[1 + 16];
+	unsigned np = 0;
+	pools[np++] = 0;
+	for (uint32_t k = 0; k < w->nsvcs && np < ARRAY_SIZE(pools); k++) {
+		bool seen = false;
+		for (unsigned j = 0; j < np; j++)
+			seen |= pools[j] == w->svcs[k].le_pool;
+		if (!seen)
+			pools[np++] = w->svcs[k].le_pool;
+	}
+	for (int i = 0; i < n; i++) {
+		uint32_t a = (uint32_t)cfg_array_u64(c, "timeseries_nics", i, 0, w->n ? w->n - 1 : 0);
+		struct nic *nic = w->nics[a];
+		nic_activate(nic);
+		nic_le_pools_timeseries(nic, pools, np);
+		char col[64];
+		snprintf(col, sizeof(col), "nic.%u.limit_hits", a);
+		ts_register(sim, col, nic->c.limit_hits);
+	}
+}
+
 static void nic_build(struct sim *sim, const struct cfg *c)
 {
 	struct fabric *f = fabric_of(sim);
@@ -539,6 +567,7 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 		w->nics[i] = xcalloc(1, sizeof(struct nic));
 		nic_init_one(w, sim, w->nics[i], i);
 	}
+	read_timeseries(w, sim, c);
 }
 
 static void sum_counter(struct sim *sim, uint32_t n, const char *name, uint64_t *out)

@@ -183,3 +183,173 @@ Test(nic_fc, hybrid_mode_too_many_receives_goes_software)
 	tep_close(&r);
 	tsim_free(&s);
 }
+
+/* Upstream tagged/hw2sw_*: hybrid mode, constrained LEs (max_alloc=60), eager and rendezvous messages
+ * (FI_CXI_RDZV_THRESHOLD=2048, FI_CXI_RDZV_GET_MIN=0) arriving unexpected through the hardware-to-software
+ * transition.  Every byte must arrive, rendezvous ones pulled by hardware or software Gets. */
+static void hw2sw(struct sw_ep_attr *a)
+{
+	a->env.rx_match_mode = SW_MATCH_HYBRID;
+	a->env.rdzv_threshold = 2048;
+	a->env.rdzv_get_min = 0;
+	a->env.oflow_buf_size = 512 * 1024;
+	a->env.req_buf_size = 512 * 1024;
+}
+
+static void hw_rdzv(struct sw_ep_attr *a)
+{
+	a->env.rx_match_mode = SW_MATCH_HARDWARE;
+	a->env.rdzv_threshold = 2048;
+	a->env.rdzv_get_min = 0;
+	a->env.oflow_buf_size = 512 * 1024;
+}
+
+static void mixed_run(void (*mode)(struct sw_ep_attr *), const char *json, struct tsim *sp, struct tep *ap,
+		      struct tep *bp)
+{
+	*sp = tsim_new(json, 1);
+	struct tsim s = *sp;
+	cr_assert_eq(tep_open(ap, &s, 0, mode), 0);
+	cr_assert_eq(tep_open(bp, &s, 1, mode), 0);
+	enum { N = 120 };
+	static uint8_t *src[N], *dst[N];
+	size_t len[N];
+	for (int i = 0; i < N; i++) {
+		len[i] = (i % 3 == 0) ? 6000 + (size_t)i * 13 : 100 + (size_t)i;
+		src[i] = malloc(len[i]);
+		dst[i] = calloc(1, len[i]);
+		for (size_t k = 0; k < len[i]; k++)
+			src[i][k] = (uint8_t)(k * 31 + (size_t)i);
+	}
+	/* A few receives posted early (matched in hardware), the rest arrive unexpected. */
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(sw_recv(bp->ep, (uint64_t)(uintptr_t)dst[i], len[i], NULL, (uint64_t)i, 0, FI_TAGGED, NULL), 0);
+	sim_run(s.sim);
+	for (int i = 0; i < N; i++) {
+		int rc;
+		while ((rc = sw_send(ap->ep, (uint64_t)(uintptr_t)src[i], len[i], NULL, sw_ep_addr(bp->ep), (uint64_t)i, 0,
+				     FI_TAGGED, NULL)) == -FI_EAGAIN)
+			sim_run(s.sim);
+		cr_assert_eq(rc, 0);
+	}
+	sim_run(s.sim);
+	for (int i = 10; i < N; i++) {
+		int rc;
+		while ((rc = sw_recv(bp->ep, (uint64_t)(uintptr_t)dst[i], len[i], NULL, (uint64_t)i, 0, FI_TAGGED, NULL)) ==
+		       -FI_EAGAIN)
+			sim_run(s.sim);
+		cr_assert_eq(rc, 0);
+	}
+	sim_run(s.sim);
+	cr_assert_null(sw_ep_fatal(bp->ep));
+	cr_assert_eq(bp->n, N);
+	cr_assert_eq(ap->n, N);
+	for (size_t i = 0; i < bp->n; i++)
+		cr_assert_eq(bp->comps[i].c.err, 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(memcmp(src[i], dst[i], len[i]), 0, "message %d (%zu B)", i, len[i]);
+		free(src[i]);
+		free(dst[i]);
+	}
+	cr_assert_gt(sw_ep_stats(bp->ep)->sw_rdzv_gets, 0, "rendezvous after software matching uses software Gets");
+	cr_assert_gt(sw_ep_stats(bp->ep)->hw_rdzv_gets, 0, "rendezvous matched in hardware uses the NIC's Get");
+}
+
+Test(nic_fc, hybrid_hw_to_sw_with_eager_and_rendezvous)
+{
+	struct tsim s;
+	struct tep a, b;
+	mixed_run(hw2sw,
+		  "{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 2},"
+		  " \"nic\": {\"le_pools\": [{\"pool\": 0, \"max_alloc\": 60}]}}",
+		  &s, &a, &b);
+	cr_assert_eq(sw_ep_rxc_state(b.ep), RXC_ENABLED_SOFTWARE);
+	cr_assert_eq(sw_ep_stats(b.ep)->sw_transitions, 1);
+	tep_close(&a);
+	tep_close(&b);
+	tsim_free(&s);
+}
+
+Test(nic_fc, hardware_flow_control_with_eager_and_rendezvous)
+{
+	struct tsim s;
+	struct tep a, b;
+	mixed_run(hw_rdzv,
+		  "{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 2},"
+		  " \"nic\": {\"le_pools\": [{\"pool\": 0, \"max_alloc\": 30}]}}",
+		  &s, &a, &b);
+	cr_assert_eq(sw_ep_rxc_state(b.ep), RXC_ENABLED);
+	cr_assert_gt(sw_ep_stats(b.ep)->fc_transitions, 0);
+	cr_assert_eq(sw_ep_stats(b.ep)->fc_drops_replayed, tctr(&s, "nic.1.sim.pt_disabled_drops"));
+	tep_close(&a);
+	tep_close(&b);
+	tsim_free(&s);
+}
+
+/* FI_CXI_HYBRID_POSTED_RECV_PREEMPTIVE / _UNEXPECTED_MSG_PREEMPTIVE: hybrid mode moves to software
+ * matching before the LE pool is exhausted, once hardware holds more than rx_attr.size receives or
+ * unexpected headers; nothing is lost across the switch. */
+static void preempt_posted(struct sw_ep_attr *a)
+{
+	a->env.rx_match_mode = SW_MATCH_HYBRID;
+	a->env.hybrid_posted_recv_preemptive = true;
+	a->env.req_buf_size = 256 * 1024;
+	a->env.oflow_buf_size = 256 * 1024;
+	a->rx_size = 16;
+}
+
+static void preempt_unexpected(struct sw_ep_attr *a)
+{
+	preempt_posted(a);
+	a->env.hybrid_posted_recv_preemptive = false;
+	a->env.hybrid_unexpected_msg_preemptive = true;
+}
+
+static void preempt_run(void (*mode)(struct sw_ep_attr *), bool recv_first)
+{
+	struct tsim s = tsim_new(TWO_NICS, 1);
+	struct tep a, b;
+	cr_assert_eq(tep_open(&a, &s, 0, mode), 0);
+	cr_assert_eq(tep_open(&b, &s, 1, mode), 0);
+	enum { N = 40 };
+	static uint8_t src[N][32], dst[N][32];
+	memset(dst, 0, sizeof(dst));
+	for (int phase = 0; phase < 2; phase++) {
+		bool do_recv = (phase == 0) == recv_first;
+		for (int i = 0; i < N; i++) {
+			int rc;
+			if (do_recv) {
+				while ((rc = sw_recv(b.ep, (uint64_t)(uintptr_t)dst[i], 32, NULL, (uint64_t)i, 0, FI_TAGGED,
+						     NULL)) == -FI_EAGAIN)
+					sim_run(s.sim);
+			} else {
+				memset(src[i], i + 1, 32);
+				while ((rc = sw_send(a.ep, (uint64_t)(uintptr_t)src[i], 32, NULL, sw_ep_addr(b.ep), (uint64_t)i,
+						     0, FI_TAGGED, NULL)) == -FI_EAGAIN)
+					sim_run(s.sim);
+			}
+			cr_assert_eq(rc, 0);
+			sim_run(s.sim);
+		}
+	}
+	cr_assert_eq(b.n, N);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(dst[i][0], i + 1, "message %d", i);
+	cr_assert_eq(sw_ep_rxc_state(b.ep), RXC_ENABLED_SOFTWARE, "pre-emptive switch to software matching");
+	cr_assert_eq(sw_ep_stats(b.ep)->fc_transitions, 1, "one software-initiated transition");
+	cr_assert_eq(tctr(&s, "nic.1.C_CNTR_LPE_ERR_NO_SPACE_NET") + tctr(&s, "nic.1.C_CNTR_LPE_ERR_NO_SPACE_APPEND"), 0,
+		     "switched before any LE exhaustion");
+	tep_close(&a);
+	tep_close(&b);
+	tsim_free(&s);
+}
+
+Test(nic_fc, hybrid_posted_recv_preemptive)
+{
+	preempt_run(preempt_posted, true);
+}
+
+Test(nic_fc, hybrid_unexpected_msg_preemptive)
+{
+	preempt_run(preempt_unexpected, false);
+}
