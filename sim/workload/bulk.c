@@ -91,6 +91,18 @@ void bulk_client_build(struct sim *sim, struct rpc_client_set *cs)
 {
 	if (!cs->bulk)
 		return;
+	/* Both sides of an RMA must agree on what a key means (the initiator decides from its own
+	 * FI_CXI_OPTIMIZED_MRS whether a key is optimized), as one job environment gives them. */
+	const struct sw_env *se = &cs->w->server->cfg.env;
+	if (se->optimized_mrs != cs->env.optimized_mrs || se->prov_key_cache != cs->env.prov_key_cache ||
+	    se->mr_match_events != cs->env.mr_match_events) {
+		struct cfg b = cfg_section(cs->section, "bulk");
+		cfg_fail(&b, "mr_method",
+			 "'%s' needs the server endpoints to use the same MR settings: set cxi.env {optimized_mrs: %d, "
+			 "prov_key_cache: %d, mr_match_events: %d}",
+			 bulk_mr_method_name(cs->bulk->method), cs->env.optimized_mrs, cs->env.prov_key_cache,
+			 cs->env.mr_match_events);
+	}
 	size_t n = (size_t)cs->n * cs->W;
 	cs->bulk->slots = xcalloc(n, sizeof(*cs->bulk->slots));
 	for (size_t i = 0; i < n; i++) {
@@ -133,7 +145,7 @@ static void reg_done(void *ctx, struct sw_mr *mr, int ret)
 	cs->bulk->regs++;
 	b->mr = mr;
 	b->desc.key = sw_mr_key(mr);
-	b->desc.addr = 0x100000000ULL + (uint64_t)(s - cs->slots) * cs->bulk->bytes;
+	b->desc.addr = 0; /* RMA addresses are offsets into the MR (cxi does not use FI_MR_VIRT_ADDR) */
 	b->desc.len = cs->bulk->bytes;
 	b->desc.op = (uint8_t)cs->bulk->op;
 	b->desc.start = s->t_start;
@@ -153,7 +165,7 @@ void bulk_client_register(struct sim *sim, struct rpc_client_set *cs, struct rpc
 	switch (cs->bulk->method) {
 	case MR_OPTIMIZED: key = si; break;                 /* client keys under 100: optimized */
 	case MR_STANDARD: key = SW_MR_OPT_KEYS + si; break;  /* client keys from 100: standard */
-	default: flags = FI_MR_PROV_KEY; break;
+	default: flags = SW_MR_PROV_KEY; break;
 	}
 	b->t_call = sim_now(sim);
 	struct sw_mr *mr = NULL;
@@ -257,6 +269,8 @@ int bulk_server_start(struct sim *sim, struct rpc_server *s, struct sw_ep *ep, c
 	}
 	int rc = d->op == BULK_WRITE ? sw_read(ep, b->local_addr, d->len, client, d->addr, d->key, FI_COMPLETION, ctx)
 				     : sw_write(ep, b->local_addr, d->len, client, d->addr, d->key, 0, FI_COMPLETION, ctx);
+	if (rc == -FI_EAGAIN)
+		return rc;
 	if (rc) {
 		b->rma_errors++;
 		return -1;

@@ -48,7 +48,7 @@ enum mr_method { MR_OPTIMIZED, MR_STANDARD, MR_PROV_KEY_CACHE, MR_MATCH_EVENTS }
 /* The bulk descriptor a client sends with a bulk RPC (the body of its request). */
 struct bulk_desc {
 	uint64_t key;       /* MR key */
-	uint64_t addr;      /* remote address in the client's memory */
+	uint64_t addr;      /* offset of the transfer within the MR */
 	uint32_t len;
 	uint8_t op;         /* enum bulk_op */
 	simtime_t start;    /* T: when the client started the RPC */

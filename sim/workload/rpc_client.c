@@ -1,7 +1,9 @@
 /* rpc_client: CaRT/Mercury-like client processes, each with its own cxi endpoint and one serial core.
  *
- * Placement as on Aurora: `processes_per_node` processes per compute node (104), node n's NICs at
- * first_nic + n * node_stride, and local rank r on NIC r % nics_per_node (8 per node).
+ * Placement as on Aurora: `processes_per_node` processes per compute node (104), local rank r on the node's
+ * NIC r % nics_per_node (8 per node).  Nodes are dealt round-robin over `spread_groups` blocks of
+ * `group_stride` NIC addresses (dragonfly groups), node n taking slot n / spread_groups of block
+ * n % spread_groups: NIC first_nic + (n % G) * group_stride + (n / G) * node_stride + r % nics_per_node.
  *
  * Each process keeps up to `in_flight` RPCs outstanding (the application's window).  Every RPC goes to the
  * next server target in round-robin order (starting at the process's own index, so load spreads).  CaRT
@@ -31,6 +33,10 @@ static const struct param client_params[] = {
 	{ "nics_per_node", "count", 8, 1, 64, "seed 000 2.1: 8 Slingshot NICs per Aurora compute node" },
 	{ "first_nic", "addr", 0, 0, FABRIC_MAX_NICS - 1, "placement (scenario)" },
 	{ "node_stride", "count", 0, 0, FABRIC_MAX_NICS, "placement: NIC addresses between nodes (0: nics_per_node)" },
+	{ "spread_groups", "count", 1, 1, 65535,
+	  "placement: nodes dealt round-robin over this many blocks (dragonfly groups), as a large allocation spans "
+	  "groups" },
+	{ "group_stride", "count", 512, 1, FABRIC_MAX_NICS, "placement: NIC addresses between blocks (Aurora group: 512)" },
 	{ "in_flight", "count", 1, 1, RPC_MAX_INFLIGHT - 1, "seed 000 3.2.2: RPCs in flight per client (varied)" },
 	{ "ep_credits", "count", 0, 0, RPC_MAX_INFLIGHT - 1, "CaRT EP credits per target (0: off)" },
 	{ "quota", "count", 0, 0, RPC_MAX_INFLIGHT - 1, "CaRT RPC quota per client (0: off)" },
@@ -48,7 +54,7 @@ static const struct param client_params[] = {
 	{ "eagain_retry_ns", "ns", 1000, 1, 1e9, "assumed: retry delay after -FI_EAGAIN" },
 };
 enum {
-	P_PROCS, P_PPN, P_NICS, P_FIRST, P_STRIDE, P_INFLIGHT, P_CREDITS, P_QUOTA, P_REQ, P_REQ_MAX, P_RESP_MAX,
+	P_PROCS, P_PPN, P_NICS, P_FIRST, P_STRIDE, P_SPREAD_GROUPS, P_GROUP_STRIDE, P_INFLIGHT, P_CREDITS, P_QUOTA, P_REQ, P_REQ_MAX, P_RESP_MAX,
 	P_THINK, P_TIMEOUT, P_RETRIES, P_FWD, P_COMPLETE, P_WARMUP, P_MEASURE, P_SPREAD, P_EAGAIN,
 };
 
@@ -405,6 +411,8 @@ static void read_cfg(struct rpc_client_set *cs, const struct cfg *sec)
 	cs->node_stride = param_get_u64(sec, &P[P_STRIDE]);
 	if (!cs->node_stride)
 		cs->node_stride = cs->nics_per_node;
+	cs->spread_groups = param_get_u64(sec, &P[P_SPREAD_GROUPS]);
+	cs->group_stride = param_get_u64(sec, &P[P_GROUP_STRIDE]);
 	cs->W = param_get_u64(sec, &P[P_INFLIGHT]);
 	cs->credits = param_get_u64(sec, &P[P_CREDITS]);
 	cs->quota = param_get_u64(sec, &P[P_QUOTA]);
@@ -424,7 +432,7 @@ static void read_cfg(struct rpc_client_set *cs, const struct cfg *sec)
 	cs->eagain = ns_to_ps(param_get(sec, &P[P_EAGAIN]));
 	cs->drain = cfg_bool(sec, "drain", false);
 	cs->cq_size = (uint32_t)cfg_u64(sec, "cq_size", 0, 0, 1u << 20);
-	sw_env_defaults(&cs->env);
+	sw_env_scenario(cs->sim, &cs->env); /* the scenario's cxi.env, then this section's overrides */
 	struct cfg cx = cfg_section(sec, "cxi");
 	sw_env_from_cfg(&cs->env, &cx);
 	cs->vni = (uint16_t)cfg_u64(sec, "vni", 0, 0, 65535);
@@ -500,7 +508,8 @@ static void clients_build(struct sim *sim, const struct cfg *sec)
 	cs->lat = stats_hist(sim_stats(sim), "rpc_client.latency_ps");
 	for (uint32_t i = 0; i < cs->n; i++) {
 		uint32_t node = i / cs->ppn, rank = i % cs->ppn;
-		uint32_t addr = rpc_node_nic(cs->first_nic, cs->node_stride, node, rank % cs->nics_per_node);
+		uint32_t base = cs->first_nic + (node % cs->spread_groups) * cs->group_stride;
+		uint32_t addr = rpc_node_nic(base, cs->node_stride, node / cs->spread_groups, rank % cs->nics_per_node);
 		struct nic *nic = nic_get(sim, addr);
 		if (!nic)
 			cfg_fail(sec, "processes", "client %u (node %u): no NIC at address %u (fabric too small?)", i, node, addr);

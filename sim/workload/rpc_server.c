@@ -107,7 +107,7 @@ struct srv_req {
 	struct srv_req *next_retry;
 	struct bulk_desc desc;
 };
-enum { REQ_RMA = 1, REQ_RESP };
+enum { REQ_RMA = 1, REQ_RESP, REQ_RMA_WAIT, REQ_RESP_WAIT };
 
 /* One completion as the thread will read it. */
 struct srv_comp {
@@ -327,18 +327,14 @@ static bool send_response(struct srv_thread *t, struct srv_req *r)
 	return true;
 }
 
+static void queue_retry(struct sim *sim, struct srv_thread *t, struct srv_req *r);
+
 static void respond(struct sim *sim, struct srv_thread *t, struct srv_req *r)
 {
 	if (send_response(t, r))
 		return;
-	r->next_retry = NULL;
-	if (t->retry_tail)
-		t->retry_tail->next_retry = r;
-	else
-		t->retry_head = r;
-	t->retry_tail = r;
-	t->srv->st.eagain++;
-	arm_retry(sim, t);
+	r->stage = REQ_RESP_WAIT;
+	queue_retry(sim, t, r);
 }
 
 static void retry_fire(struct sim *sim, void *obj, uint64_t arg)
@@ -348,8 +344,22 @@ static void retry_fire(struct sim *sim, void *obj, uint64_t arg)
 	t->retry_armed = false;
 	while (t->retry_head) {
 		struct srv_req *r = t->retry_head;
-		if (!send_response(t, r))
+		if (r->stage == REQ_RMA_WAIT) {
+			int rc = bulk_server_start(sim, t->srv, t->ep, &r->desc, r->src, r);
+			if (rc == -FI_EAGAIN)
+				break;
+			if (rc == 0) {
+				r->stage = REQ_RMA;
+			} else {
+				r->failed = true;
+				if (!send_response(t, r)) {
+					r->stage = REQ_RESP_WAIT;
+					break;
+				}
+			}
+		} else if (!send_response(t, r)) {
 			break;
+		}
 		t->retry_head = r->next_retry;
 		if (!t->retry_head)
 			t->retry_tail = NULL;
@@ -512,11 +522,29 @@ static simtime_t take_request(struct sim *sim, struct srv_thread *t, const struc
 	return cost;
 }
 
+static void queue_retry(struct sim *sim, struct srv_thread *t, struct srv_req *r)
+{
+	r->next_retry = NULL;
+	if (t->retry_tail)
+		t->retry_tail->next_retry = r;
+	else
+		t->retry_head = r;
+	t->retry_tail = r;
+	t->srv->st.eagain++;
+	arm_retry(sim, t);
+}
+
 static void finish_request(struct sim *sim, struct srv_thread *t, struct srv_req *r)
 {
 	if (r->bulk) {
-		if (bulk_server_start(sim, t->srv, t->ep, &r->desc, r->src, r) == 0) {
+		int rc = bulk_server_start(sim, t->srv, t->ep, &r->desc, r->src, r);
+		if (rc == 0) {
 			r->stage = REQ_RMA;
+			return;
+		}
+		if (rc == -FI_EAGAIN) {
+			r->stage = REQ_RMA_WAIT;
+			queue_retry(sim, t, r);
 			return;
 		}
 		/* Deadline passed or the RMA could not start: respond at once with an error status. */
@@ -654,7 +682,7 @@ static void open_thread(struct sim *sim, struct rpc_server *s, struct srv_thread
 	t->engine->handoffs = 0;
 }
 
-static void read_cfg(struct rpc_server *s, const struct cfg *sec)
+static void read_cfg(struct sim *sim, struct rpc_server *s, const struct cfg *sec)
 {
 	struct rpc_server_cfg *c = &s->cfg;
 	static const char *const strategies[] = { "standard", "multi_recv", NULL };
@@ -701,7 +729,7 @@ static void read_cfg(struct rpc_server *s, const struct cfg *sec)
 	int nv = cfg_array_len(sec, "vnis");
 	if (nv > NIC_SVC_MAX_VNIS)
 		cfg_fail(sec, "vnis", "at most %d VNIs per endpoint (max_ep_auth_key)", NIC_SVC_MAX_VNIS);
-	sw_env_defaults(&c->env);
+	sw_env_scenario(sim, &c->env); /* the scenario's cxi.env, then this section's overrides */
 	struct cfg cx = cfg_section(sec, "cxi");
 	sw_env_from_cfg(&c->env, &cx);
 	c->num_vnis = nv > 0 ? (uint8_t)nv : 1;
@@ -735,7 +763,7 @@ static void server_free(void *p)
 static void server_build(struct sim *sim, const struct cfg *sec)
 {
 	struct rpc_server *s = xcalloc(1, sizeof(*s));
-	read_cfg(s, sec);
+	read_cfg(sim, s, sec);
 	struct rpc_server_cfg *c = &s->cfg;
 	if (c->engines > c->nics_per_node)
 		cfg_fail(sec, "engines_per_node", "%u engines but %u NICs per node: each engine uses its own NIC",
