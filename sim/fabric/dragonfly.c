@@ -40,12 +40,13 @@ static const struct param df_params[] = {
 	{ "buffer_bytes", "bytes", 131072, 1024, 1 << 30, "assumed input buffer per port and traffic class" },
 	{ "adaptive_candidates", "count", 4, 2, 8, "up to 4 minimal and non-minimal candidates (cassini-reference)" },
 	{ "ugal_bias_bytes", "bytes", 4224, 0, 1 << 30, "assumed bias toward minimal: two full packets" },
-	{ "cc_threshold_bytes", "bytes", 16384, 0, 1 << 30, "assumed endpoint-queue depth that marks packets" },
-	{ "cc_min_window_bytes", "bytes", 2112, 64, 1 << 30, "assumed: one full packet in flight per pair" },
-	{ "cc_max_window_bytes", "bytes", 262144, 64, 1 << 30, "assumed: above the ~100 KB inter-group BDP" },
-	{ "cc_increase_bytes", "bytes", 2112, 1, 1 << 30, "assumed additive increase per window" },
-	{ "cc_decrease", "factor", 0.5, 0.01, 0.99, "assumed multiplicative decrease on a marked ack" },
-	{ "chunk_bytes", "bytes", 16384, 64, 4 << 20, "coarse bulk: payload per chunk train (assumed)" },
+	{ "cc_threshold_bytes", "bytes", 16384, 0, 1 << 30, "assumed endpoint-queue depth congestion control aims at" },
+	{ "cc_max_window_bytes", "bytes", 262144, 4096, 1 << 30, "assumed in-flight cap per pair, above the ~100 KB BDP" },
+	{ "cc_interval_ns", "ns", 4000, 10, 1e9, "assumed: about one inter-group round trip (~3 us) per rate update" },
+	{ "cc_gain", "factor", 0.25, 0.01, 1, "assumed damping of the fair-rate update (stable with 20 flows, 8 seeds)" },
+	{ "cc_drain", "intervals", 4, 0.1, 1e6, "assumed: drain the queue above threshold within this many intervals" },
+	{ "cc_min_gbps", "Gb/s", 0.05, 0.0001, 1e6, "assumed floor of a throttled pair's rate" },
+	{ "chunk_bytes", "bytes", 8192, 256, 4 << 20, "coarse bulk: payload per chunk train; 8 KiB stays within 3% of packets" },
 	{ "chunk_threshold_bytes", "bytes", 65536, 0, 1ULL << 32, "coarse bulk: smallest message sent in chunks" },
 };
 
@@ -112,7 +113,32 @@ static void slot_place(const struct df *d, uint32_t slot, uint32_t *sw_idx, uint
 
 void df_gateway(const struct df *d, uint32_t G, uint32_t T, uint32_t r, uint32_t *sw_idx, uint32_t *port)
 {
+	if (d->gwtab) {
+		const uint8_t *e = &d->gwtab[((size_t)(G * d->g + T) * d->lpp + r) * 2];
+		*sw_idx = e[0];
+		*port = e[1];
+		return;
+	}
 	slot_place(d, peer_index(d, d->gid[G], d->gid[T]) * d->lpp + r, sw_idx, port);
+}
+
+/* Routing asks for gateways at every hop; a table of (switch, port) per group pair and link saves the
+ * divisions (122 KB for Aurora).  Huge custom fabrics fall back to the arithmetic. */
+static void build_gateway_table(struct df *d)
+{
+	size_t n = (size_t)d->g * d->g * d->lpp;
+	if (n > (1u << 22))
+		return;
+	uint8_t *t = xcalloc(n ? n * 2 : 1, 1);
+	for (uint32_t G = 0; G < d->g; G++)
+		for (uint32_t T = 0; T < d->g; T++)
+			for (uint32_t r = 0; T != G && r < d->lpp; r++) {
+				uint32_t sw, port;
+				slot_place(d, peer_index(d, d->gid[G], d->gid[T]) * d->lpp + r, &sw, &port);
+				t[((size_t)(G * d->g + T) * d->lpp + r) * 2] = (uint8_t)sw;
+				t[((size_t)(G * d->g + T) * d->lpp + r) * 2 + 1] = (uint8_t)port;
+			}
+	d->gwtab = t;
 }
 
 bool df_port_peer(const struct df *d, uint32_t sw, uint32_t port, uint32_t *peer_sw, uint32_t *peer_port)
@@ -182,6 +208,41 @@ void df_min_hops(const struct df *d, uint32_t src, uint32_t dst, uint32_t *nl, u
 	*nl = best;
 	*ng = 1;
 	*nsw = best + 2;
+}
+
+uint32_t df_min_route(const struct df *d, uint32_t src, uint32_t dst, uint32_t *sw, uint32_t *port, uint32_t max)
+{
+	uint32_t ssw = src / d->p, dsw = dst / d->p, G = df_group_of_sw(d, ssw), Gd = df_group_of_sw(d, dsw);
+	struct df_pkt pkt = { .dsw = dsw, .dport = (uint8_t)(dst % d->p), .via = DF_NONE };
+	if (G != Gd && d->lpp > 1) {
+		/* the parallel link with the fewest local hops, as df_min_hops chooses it */
+		uint32_t best = UINT32_MAX, rbest = 0;
+		for (uint32_t r = 0; r < d->lpp; r++) {
+			uint32_t gw, ent, pt;
+			df_gateway(d, G, Gd, r, &gw, &pt);
+			df_gateway(d, Gd, G, r, &ent, &pt);
+			uint32_t l = (gw != df_idx_of_sw(d, ssw)) + (ent != df_idx_of_sw(d, dsw));
+			if (l < best) {
+				best = l;
+				rbest = r;
+			}
+		}
+		while (df_mix(pkt.sel, 0) % d->lpp != rbest)
+			pkt.sel++;
+	}
+	uint32_t n = 0;
+	for (uint32_t s = ssw; n < max;) {
+		struct df_rsw at = { .id = s, .group = df_group_of_sw(d, s), .idx = df_idx_of_sw(d, s) };
+		uint32_t out = df_next_port(d, &at, &pkt), psw, pport;
+		sw[n] = s;
+		port[n++] = out;
+		if (out < d->local0 || !df_port_peer(d, s, out, &psw, &pport))
+			break;
+		pkt.hops++;
+		pkt.ghops += out >= d->global0;
+		s = psw;
+	}
+	return n;
 }
 
 simtime_t df_path_latency(const struct df *d, uint32_t nl, uint32_t ng, uint32_t nsw)
@@ -256,6 +317,7 @@ static void df_free(void *obj)
 	free(d->att);
 	free(d->gid);
 	free(d->glocal);
+	free(d->gwtab);
 	free(d);
 }
 
@@ -300,6 +362,8 @@ static void read_topology(struct df *d, const struct cfg *c)
 	d->global0 = d->p + (d->a - 1) * d->llp;
 }
 
+/* Validates the subset; the arrays are filled by fill_subset once every field has been read, so that a
+ * configuration error (which may unwind through a test's error hook) leaves nothing allocated. */
 static void read_subset(struct df *d, const struct cfg *c)
 {
 	uint32_t first_n = topo_u32(c, "subset_groups", 0);
@@ -308,20 +372,16 @@ static void read_subset(struct df *d, const struct cfg *c)
 		cfg_fail(c, "subset_group_ids", "give either subset_groups or subset_group_ids, not both");
 	if (first_n > d->gm)
 		cfg_fail(c, "subset_groups", "%u groups asked of a machine with %u", first_n, d->gm);
-	d->glocal = xmalloc(d->gm * sizeof(*d->glocal));
-	for (uint32_t i = 0; i < d->gm; i++)
-		d->glocal[i] = -1;
 	d->g = nids ? (uint32_t)nids : first_n ? first_n : d->gm;
-	d->gid = xmalloc(d->g * sizeof(*d->gid));
-	for (uint32_t i = 0; i < d->g; i++) {
-		uint32_t id = nids ? (uint32_t)cfg_array_u64(c, "subset_group_ids", (int)i, 0, d->gm - 1) : i;
-		if (d->glocal[id] >= 0) {
+	uint64_t seen[65536 / 64] = { 0 };
+	for (int i = 0; i < nids; i++) {
+		uint32_t id = (uint32_t)cfg_array_u64(c, "subset_group_ids", i, 0, d->gm - 1);
+		if (seen[id / 64] >> (id % 64) & 1) {
 			char key[64];
-			snprintf(key, sizeof(key), "subset_group_ids[%u]", i);
+			snprintf(key, sizeof(key), "subset_group_ids[%d]", i);
 			cfg_fail(c, key, "group %u listed twice", id);
 		}
-		d->gid[i] = id;
-		d->glocal[id] = (int32_t)i;
+		seen[id / 64] |= 1ULL << (id % 64);
 	}
 	d->nsw = d->g * d->a;
 	uint64_t nep = (uint64_t)d->nsw * d->p;
@@ -332,9 +392,23 @@ static void read_subset(struct df *d, const struct cfg *c)
 	d->nep = (uint32_t)nep;
 }
 
+static void fill_subset(struct df *d, const struct cfg *c)
+{
+	int nids = cfg_array_len(c, "subset_group_ids");
+	d->glocal = xmalloc(d->gm * sizeof(*d->glocal));
+	for (uint32_t i = 0; i < d->gm; i++)
+		d->glocal[i] = -1;
+	d->gid = xmalloc(d->g * sizeof(*d->gid));
+	for (uint32_t i = 0; i < d->g; i++) {
+		d->gid[i] = nids ? (uint32_t)cfg_array_u64(c, "subset_group_ids", (int)i, 0, d->gm - 1) : i;
+		d->glocal[d->gid[i]] = (int32_t)i;
+	}
+}
+
 static void read_links(struct df *d, const struct cfg *c)
 {
-	d->ps_per_byte = 8000.0 / param_get(c, row("link_gbps"));
+	d->line_gbps = param_get(c, row("link_gbps"));
+	d->ps_per_byte = 8000.0 / d->line_gbps;
 	d->mtu = (uint32_t)param_get_u64(c, row("mtu_bytes"));
 	d->hdr = (uint32_t)param_get_u64(c, row("header_bytes"));
 	d->sw_lat = cfg_time_ps(c, "switch_latency_ns", row("switch_latency_ns")->def, 1000, 1e6);
@@ -378,27 +452,34 @@ static void read_switch(struct df *d, const struct cfg *c)
 		d->wfq_inc[t] = 1000000 / share; /* virtual time per byte: classes get bytes in ratio of shares */
 	}
 
+	static const char *const scopes[] = { "endpoint", "fabric", NULL };
 	d->cc = cfg_bool(c, "congestion_control", true);
+	d->cc_fabric = cfg_enum(c, "cc_scope", 0, scopes) == 1;
 	d->cc_threshold = (uint32_t)param_get_u64(c, row("cc_threshold_bytes"));
-	d->cc_min_win = (uint32_t)param_get_u64(c, row("cc_min_window_bytes"));
 	d->cc_max_win = (uint32_t)param_get_u64(c, row("cc_max_window_bytes"));
-	d->cc_ai = (uint32_t)param_get_u64(c, row("cc_increase_bytes"));
-	d->cc_md = param_get(c, row("cc_decrease"));
-	if (d->cc_min_win > d->cc_max_win)
-		cfg_fail(c, "cc_min_window_bytes", "%u exceeds cc_max_window_bytes (%u)", d->cc_min_win,
-			 d->cc_max_win);
+	d->cc_interval = cfg_time_ps(c, "cc_interval_ns", row("cc_interval_ns")->def, 1000, row("cc_interval_ns")->max);
+	d->cc_gain = param_get(c, row("cc_gain"));
+	d->cc_drain = param_get(c, row("cc_drain"));
+	d->cc_min_gbps = param_get(c, row("cc_min_gbps"));
+	if (d->cc_min_gbps >= d->line_gbps)
+		cfg_fail(c, "cc_min_gbps", "%g is not below the link rate (%g Gb/s)", d->cc_min_gbps, d->line_gbps);
 }
 
 void fabric_dragonfly_build(struct sim *sim, const struct cfg *c);
 void fabric_dragonfly_build(struct sim *sim, const struct cfg *c)
 {
-	struct df *d = xcalloc(1, sizeof(*d));
+	struct df tmp = { 0 };
+	read_topology(&tmp, c);
+	read_subset(&tmp, c);
+	read_links(&tmp, c);
+	read_switch(&tmp, c);
+	/* Everything is valid: only now allocate. */
+	struct df *d = xmalloc(sizeof(*d));
+	*d = tmp;
 	d->base.ops = &df_ops;
 	d->sim = sim;
-	read_topology(d, c);
-	read_subset(d, c);
-	read_links(d, c);
-	read_switch(d, c);
+	fill_subset(d, c);
+	build_gateway_table(d);
 
 	d->att = xcalloc(d->nep, sizeof(*d->att));
 	d->ep = xcalloc(d->nep, sizeof(*d->ep));

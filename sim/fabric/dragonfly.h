@@ -56,7 +56,6 @@ struct df_pkt {
 	struct df_oport *up;    /* transmitter that holds credits for our buffer slot */
 	simtime_t birth;        /* injection time: age arbitration */
 	uint32_t wire;          /* bytes on the wire: payload + headers; credits are counted in these */
-	uint32_t payload;
 	uint32_t sw;            /* switch it is at (or heading to) */
 	uint32_t sel;           /* random bits that fix the parallel-link choices of its route */
 	uint32_t dsw;           /* destination switch */
@@ -68,6 +67,8 @@ struct df_pkt {
 	uint8_t ghops;          /* global hops taken */
 	uint8_t flags;
 	uint8_t upvc;           /* VC of the upstream credit */
+	uint16_t rate16;        /* congestion control: its flow's paced rate, in link rate / 65535 */
+	uint16_t rmin16;        /* congestion control, fabric scope: lowest fair rate met on its path */
 };
 
 /* A message in flight: from fabric_send until its last unit has been ejected. */
@@ -86,21 +87,25 @@ struct df_msg {
 
 enum df_flow_state { DF_FLOW_IDLE, DF_FLOW_ACTIVE, DF_FLOW_PARKED };
 
-/* Per (source endpoint, destination, traffic class): the message queue, the congestion window, the
- * in-flight count, and the pinned route of ordered traffic.  Exists while it has work or packets out. */
+/* Per (source endpoint, destination, traffic class): the message queue, the paced rate and in-flight
+ * bytes of endpoint congestion control, the pinned route of ordered traffic, and reorder detection.  Exists
+ * while it has messages queued or unacknowledged, or congestion feedback on its way. */
 struct df_flow {
 	struct df_flow *next, *prev; /* ring of the endpoint's sendable flows */
 	struct df_msg *head, *tail;
 	struct df_ep *ep;
 	uint32_t dst;
-	uint32_t inflight;           /* units not yet acknowledged */
-	uint32_t inflight_ordered;
-	uint64_t inflight_bytes;
-	uint64_t acked_since_cut;
-	uint32_t window;             /* bytes (endpoint congestion control) */
+	uint32_t inflight;           /* units of messages not yet acknowledged */
+	uint32_t routed_ordered;     /* ordered units routed (pinned) and not yet acknowledged */
+	uint32_t feedback;           /* congestion feedback events on their way */
+	uint64_t inflight_bytes;     /* CC: bytes not yet in the destination's egress queue */
+	double rate;                 /* CC: fair rate last fed back, Gb/s */
+	uint32_t window;             /* CC: in-flight cap, bytes */
+	uint32_t last_wire;
+	simtime_t last_send, next_send; /* CC: pacing at `rate` */
+	simtime_t ack_lat;           /* zero-load latency of the reverse path (acks, feedback) */
 	uint32_t seq_next;
 	uint32_t seq_max, seq_max_ordered; /* highest delivered message sequence, all / ordered */
-	simtime_t ack_lat;
 	uint32_t pin_sel;
 	uint16_t pin_via;
 	uint8_t pin_flags;
@@ -117,6 +122,8 @@ struct df_tel {
 struct df_otc {
 	struct df_voq *ring;
 	uint32_t nvoq;
+	uint16_t nvoq_vc[DF_MAX_VC]; /* VOQs per VC: lets arbitration skip a class whose VCs have no credit */
+	uint32_t need;            /* after a scan found nothing: the smallest head packet; 0 = unknown */
 	uint32_t queued;          /* bytes waiting in this class's VOQs */
 	uint32_t shared;          /* downstream shared credits (bytes) */
 	uint32_t avail;           /* shared + reserved: free downstream space */
@@ -124,17 +131,24 @@ struct df_otc {
 	simtime_t stall_since;    /* queued but blocked for credits since (0: not stalled) */
 	uint64_t vtime;           /* fair-share virtual time between classes */
 	struct df_tel tel;        /* registered on first use */
+	/* endpoint congestion control, on ports to an endpoint: the fair rate offered to its sources */
+	double cc_rate;           /* Gb/s */
+	simtime_t cc_t0;          /* start of the current measurement interval */
+	double cc_send_ps;        /* since cc_t0: sum of units' wire times at their sources' rates */
 };
 
 /* A link transmitter: a switch output port, or an endpoint's injection port. */
 struct df_oport {
 	struct df *df;
 	simtime_t link_free;
+	simtime_t kick_at;      /* when the armed kick fires */
+	uint32_t kick_gen;      /* a kick event whose arg differs was superseded */
 	simtime_t link_lat;
 	void *owner;            /* struct df_rsw * or struct df_ep * */
 	uint64_t vclock;        /* virtual time of the last class served */
 	uint32_t peer;          /* downstream switch, or endpoint for DF_OP_EJECT */
 	uint32_t active;        /* bit per class with queued bytes */
+	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
 	uint8_t peer_port;
 	uint8_t kind;
 	uint8_t port;
@@ -147,6 +161,8 @@ struct df_voq {
 	struct df_pkt *head, *tail;
 	struct df_voq *next, *prev; /* ring of the (output, class) arbiter */
 	uint32_t key;               /* in_port << 16 | out << 8 | tc << 4 | vc */
+	uint32_t head_wire;         /* the head packet's size and age, kept here so arbitration scans */
+	simtime_t head_birth;       /* the VOQ records without touching the packets */
 };
 
 /* A Rosetta switch, allocated when traffic first reaches it. */
@@ -158,11 +174,16 @@ struct df_rsw {
 	struct df_oport *port[];    /* radix entries, allocated on first use */
 };
 
+struct df_ftent {
+	uint32_t key; /* dst << 3 | tc */
+	struct df_flow *f; /* NULL: empty */
+};
+
 /* An endpoint's edge of the fabric (NIC side), allocated on its first send. */
 struct df_ep {
 	uint32_t id, sw;
 	struct df_oport *tx;
-	struct df_flow **ft;        /* flows by (dst, tc), open addressing */
+	struct df_ftent *ft;        /* flows by (dst, tc), open addressing */
 	uint32_t ft_mask, ft_n;
 	struct df_flow *ring;       /* next sendable flow */
 	uint32_t nactive;
@@ -176,7 +197,7 @@ struct df_attach {
 struct df_counters {
 	uint64_t *msgs_sent, *msgs_delivered, *pkts_injected, *pkts_delivered, *bytes_delivered, *hops;
 	uint64_t *route_local, *route_minimal, *route_nonminimal, *route_pinned;
-	uint64_t *cc_marks, *cc_cuts, *reordered, *reordered_ordered, *flows_created;
+	uint64_t *cc_marks, *reordered, *reordered_ordered, *flows_created;
 };
 
 struct df {
@@ -192,6 +213,7 @@ struct df {
 	enum df_arrangement arr;
 	uint32_t *gid;              /* local group -> machine group */
 	int32_t *glocal;            /* machine group -> local group, or -1 */
+	uint8_t *gwtab;             /* (G, T, r) -> gateway switch index and port; NULL: compute */
 	/* links and switches */
 	double ps_per_byte;
 	simtime_t sw_lat, lat_edge, lat_local, lat_global;
@@ -208,8 +230,10 @@ struct df {
 	uint32_t ugal_bias;
 	/* endpoint congestion control */
 	bool cc;
-	uint32_t cc_threshold, cc_min_win, cc_max_win, cc_ai;
-	double cc_md;
+	bool cc_fabric;             /* every switch output computes a fair rate, not only endpoint ports */
+	uint32_t cc_threshold, cc_max_win;
+	double cc_gain, cc_drain, cc_min_gbps, line_gbps;
+	simtime_t cc_interval;
 	/* coarse bulk */
 	enum df_bulk_mode bulk;
 	uint32_t chunk, chunk_threshold;
@@ -238,6 +262,9 @@ uint32_t df_unit_wire(const struct df *d, uint32_t payload);
 void df_min_hops(const struct df *d, uint32_t src, uint32_t dst, uint32_t *nlocal, uint32_t *nglobal,
 		 uint32_t *nsw);
 simtime_t df_path_latency(const struct df *d, uint32_t nlocal, uint32_t nglobal, uint32_t nsw);
+/* The zero-load (minimal, fewest switches) route: the switches it crosses and the output port taken at
+ * each, the last one being the destination's port.  Returns the number of switches. */
+uint32_t df_min_route(const struct df *d, uint32_t src, uint32_t dst, uint32_t *sw, uint32_t *port, uint32_t max);
 
 /* --- routing.c --- */
 static inline uint32_t df_mix(uint32_t sel, uint32_t k)
@@ -276,6 +303,18 @@ void df_arm_kick(struct df *d, struct df_oport *op, simtime_t at);
 void df_send(struct sim *sim, struct fabric *f, struct fabric_msg *m);
 void df_inject_kick(struct df *d, struct df_ep *ep);
 void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t tx_end);
+
+/* --- congestion.c --- */
+/* A unit joined the egress queue `t` of an endpoint port: update that port's fair rate and feed it back to
+ * the unit's source. */
+void df_cc_egress(struct df *d, struct df_otc *t, struct df_pkt *pkt, simtime_t now);
+/* Fabric scope: a unit joined a switch-to-switch output's queue: update its fair rate, stamp the unit. */
+void df_cc_link(struct df *d, struct df_otc *t, struct df_pkt *pkt, simtime_t now);
+/* Source side: recompute a flow's in-flight cap from its rate; account a unit sent (pacing). */
+void df_cc_window(const struct df *d, struct df_flow *f);
+void df_cc_sent(const struct df *d, struct df_flow *f, uint32_t wire, simtime_t now);
+/* The flow got feedback: wake it if it was parked. */
+void df_flow_feedback_done(struct df *d, struct df_flow *f);
 
 /* --- telemetry.c --- */
 void df_tel_register(struct df *d, struct df_oport *op, uint32_t tc);

@@ -3,16 +3,13 @@
  * fabric_send queues a message on its flow (source, destination, traffic class).  The injection port
  * serves the sendable flows round robin, one unit at a time: a packet of at most mtu payload bytes plus a
  * header, or in coarse bulk mode a chunk train (chunk_bytes of payload, one header per packet it spans)
- * that moves through the switches as one unit.  A unit needs credits for the first switch's input
- * buffer.  Its delivery at the destination is acknowledged back to the source after the zero-load latency
- * of the reverse path; the acks drive:
- *   - the flow's in-flight count (ordered traffic keeps its route while it is non-zero, routing.c);
- *   - endpoint congestion control: the last switch marks units that leave an endpoint queue deeper than
- *     cc_threshold_bytes; a marked ack cuts that flow's window (at most once per window of acks), unmarked
- *     acks grow it additively.  Only flows into the congested endpoint get marks, so only the sources that
- *     feed it are held back, and the fabric's buffers stay free for the other flows;
- *   - reorder detection per flow (counters fabric.reordered_msgs and fabric.reordered_ordered_msgs).
- * Without congestion control one ack per message suffices; with it, every unit is acknowledged.
+ * that moves through the switches as one unit.  A unit needs credits for the first switch's input buffer
+ * and, with congestion control, its flow's pacing and room in its in-flight cap (congestion.c).
+ * When the last unit of a message leaves the last switch, the message is delivered to the destination NIC
+ * at its tail's arrival, and acknowledged to the source after the reverse path's zero-load latency.  The
+ * ack retires the message's units from the flow's in-flight count (ordered traffic keeps its route while
+ * that is non-zero, routing.c) and checks delivery order (counters fabric.reordered_msgs and
+ * fabric.reordered_ordered_msgs).
  */
 #include <stdlib.h>
 
@@ -20,30 +17,30 @@
 #include "../util.h"
 #include "dragonfly.h"
 
-enum { ACK_PERUNIT = 1, ACK_MARK = 2, ACK_LAST = 4, ACK_ORDERED = 8 };
-#define ACK_COUNT_BITS 26
+enum { ACK_ORDERED = 1 };
+#define ACK_UNIT_BITS 26 /* units per message: at most 2^32 bytes / 256-byte MTU = 2^24 */
 
-static inline uint64_t ack_pack(uint32_t seq, uint32_t count, uint32_t flags)
+/* ---- flow table: open addressing keyed by (dst, tc), keys kept in the table so probes stay in it ---- */
+
+static inline uint32_t ft_key(uint32_t dst, uint32_t tc)
 {
-	return (uint64_t)seq | (uint64_t)count << 32 | (uint64_t)flags << (32 + ACK_COUNT_BITS);
+	return dst << 3 | tc;
 }
 
-/* ---- flow table: open addressing keyed by (dst, tc) ---- */
-
-static inline uint32_t ft_slot(uint32_t dst, uint32_t tc, uint32_t mask)
+static inline uint32_t ft_slot(uint32_t key, uint32_t mask)
 {
-	return ((dst << 3 | tc) * 0x9e3779b1u) >> 9 & mask;
+	return df_mix(key, 0) & mask;
 }
 
 static void ft_grow(struct df_ep *e)
 {
 	uint32_t oldn = e->ft_mask + 1, mask = oldn * 2 - 1;
-	struct df_flow **old = e->ft, **t = xcalloc(mask + 1, sizeof(*t));
+	struct df_ftent *old = e->ft, *t = xcalloc(mask + 1, sizeof(*t));
 	for (uint32_t i = 0; i < oldn; i++) {
-		if (!old[i])
+		if (!old[i].f)
 			continue;
-		uint32_t j = ft_slot(old[i]->dst, old[i]->tc, mask);
-		while (t[j])
+		uint32_t j = ft_slot(old[i].key, mask);
+		while (t[j].f)
 			j = (j + 1) & mask;
 		t[j] = old[i];
 	}
@@ -54,21 +51,21 @@ static void ft_grow(struct df_ep *e)
 
 static void ft_remove(struct df_ep *e, struct df_flow *f)
 {
-	uint32_t mask = e->ft_mask, i = ft_slot(f->dst, f->tc, mask);
-	while (e->ft[i] != f)
+	uint32_t mask = e->ft_mask, i = ft_slot(ft_key(f->dst, f->tc), mask);
+	while (e->ft[i].f != f)
 		i = (i + 1) & mask;
 	for (uint32_t j = i;;) {
 		j = (j + 1) & mask;
-		if (!e->ft[j])
+		if (!e->ft[j].f)
 			break;
-		uint32_t k = ft_slot(e->ft[j]->dst, e->ft[j]->tc, mask);
+		uint32_t k = ft_slot(e->ft[j].key, mask);
 		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
 		if (!stays) {
 			e->ft[i] = e->ft[j];
 			i = j;
 		}
 	}
-	e->ft[i] = NULL;
+	e->ft[i].f = NULL;
 	e->ft_n--;
 }
 
@@ -93,27 +90,35 @@ static struct df_ep *ep_get(struct df *d, uint32_t id)
 
 static struct df_flow *flow_get(struct df *d, struct df_ep *e, uint32_t dst, uint32_t tc)
 {
-	uint32_t i = ft_slot(dst, tc, e->ft_mask);
-	for (struct df_flow *f; (f = e->ft[i]); i = (i + 1) & e->ft_mask)
-		if (f->dst == dst && f->tc == tc)
-			return f;
+	uint32_t key = ft_key(dst, tc), i = ft_slot(key, e->ft_mask);
+	for (; e->ft[i].f; i = (i + 1) & e->ft_mask)
+		if (e->ft[i].key == key)
+			return e->ft[i].f;
 	if ((e->ft_n + 1) * 2 > e->ft_mask + 1) {
 		ft_grow(e);
-		i = ft_slot(dst, tc, e->ft_mask);
-		while (e->ft[i])
+		i = ft_slot(key, e->ft_mask);
+		while (e->ft[i].f)
 			i = (i + 1) & e->ft_mask;
 	}
 	struct df_flow *f = pool_get(&d->flows);
-	*f = (struct df_flow){ .ep = e, .dst = dst, .tc = (uint8_t)tc, .state = DF_FLOW_IDLE };
-	f->window = d->cc_max_win;
-	f->acked_since_cut = f->window; /* the first mark may cut at once */
+	*f = (struct df_flow){ .ep = e, .dst = dst, .tc = (uint8_t)tc, .state = DF_FLOW_IDLE, .rate = d->line_gbps };
 	uint32_t nl, ng, nsw;
 	df_min_hops(d, dst, e->id, &nl, &ng, &nsw);
 	f->ack_lat = df_path_latency(d, nl, ng, nsw) + df_ser(d, d->hdr);
-	e->ft[i] = f;
+	df_cc_window(d, f);
+	e->ft[i].key = key;
+	e->ft[i].f = f;
 	e->ft_n++;
 	(*d->c.flows_created)++;
 	return f;
+}
+
+static void flow_maybe_free(struct df *d, struct df_flow *f)
+{
+	if (f->state != DF_FLOW_IDLE || f->inflight || f->feedback)
+		return;
+	ft_remove(f->ep, f);
+	pool_put(&d->flows, f);
 }
 
 static void ring_add(struct df_ep *e, struct df_flow *f)
@@ -153,21 +158,37 @@ static inline uint32_t unit_wire(const struct df *d, const struct df_msg *msg, u
 	return msg->chunked ? df_unit_wire(d, payload) : payload + d->hdr;
 }
 
+static inline uint32_t next_wire(const struct df *d, const struct df_flow *f)
+{
+	return unit_wire(d, f->head, unit_payload(d, f->head));
+}
+
 static inline bool window_open(const struct df *d, const struct df_flow *f, uint32_t wire)
 {
 	return !d->cc || !f->inflight_bytes || f->inflight_bytes + wire <= f->window;
 }
 
-/* A flow got a message (or acks opened its window): make it sendable, or park it on its window. */
+static inline uint32_t next_wire(const struct df *d, const struct df_flow *f);
+
+/* A flow with a message to send joins the ring, unless its in-flight cap holds it (it is then parked
+ * until congestion feedback retires some of its bytes). */
 static void flow_wake(struct df *d, struct df_ep *e, struct df_flow *f)
 {
-	struct df_msg *msg = f->head;
-	if (window_open(d, f, unit_wire(d, msg, unit_payload(d, msg)))) {
+	if (window_open(d, f, next_wire(d, f))) {
 		f->state = DF_FLOW_ACTIVE;
 		ring_add(e, f);
+		df_inject_kick(d, e);
 	} else {
 		f->state = DF_FLOW_PARKED;
 	}
+}
+
+void df_flow_feedback_done(struct df *d, struct df_flow *f)
+{
+	if (f->state == DF_FLOW_PARKED && window_open(d, f, next_wire(d, f)))
+		flow_wake(d, f->ep, f);
+	else
+		flow_maybe_free(d, f);
 }
 
 static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t payload, uint32_t wire, simtime_t now)
@@ -177,12 +198,14 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 	struct df_oport *op = e->tx;
 	struct df_otc *t = &op->tc[f->tc];
 	struct df_pkt *pkt = pool_get(&d->pkts);
-	bool ordered = m->flags & FABRIC_ORDERED;
 	*pkt = (struct df_pkt){
-		.msg = msg, .up = op, .birth = now, .wire = wire, .payload = payload, .sw = e->sw,
+		.msg = msg, .up = op, .birth = now, .wire = wire, .sw = e->sw, .rmin16 = 65535,
 		.dsw = m->dst / d->p, .via = DF_NONE, .dport = (uint8_t)(m->dst % d->p),
-		.in_port = (uint8_t)(e->id % d->p), .tc = f->tc, .flags = ordered ? DF_PKT_ORDERED : 0,
+		.in_port = (uint8_t)(e->id % d->p), .tc = f->tc,
+		.flags = m->flags & FABRIC_ORDERED ? DF_PKT_ORDERED : 0,
 	};
+	double r16 = f->rate / d->line_gbps * 65535.0;
+	pkt->rate16 = r16 >= 65535.0 ? 65535 : r16 < 1.0 ? 1 : (uint16_t)r16;
 	if (t->shared < wire) {
 		t->resv[0] -= wire;
 		pkt->flags |= DF_PKT_RESV;
@@ -200,8 +223,8 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 		}
 	}
 	f->inflight++;
-	f->inflight_bytes += wire;
-	f->inflight_ordered += ordered;
+	if (d->cc)
+		df_cc_sent(d, f, wire, now);
 	op->link_free = now + df_ser(d, wire);
 	struct df_tel *tel = df_tel(d, op, f->tc);
 	*tel->tx_bytes += wire;
@@ -217,8 +240,8 @@ static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t pa
 void df_inject_kick(struct df *d, struct df_ep *e)
 {
 	struct df_oport *op = e->tx;
-	simtime_t now = sim_now(d->sim);
-	if (op->kick_armed || !e->nactive)
+	simtime_t now = sim_now(d->sim), wake = SIM_TIME_MAX;
+	if (!e->nactive || (op->kick_armed && op->kick_at <= now))
 		return;
 	if (op->link_free > now) {
 		df_arm_kick(d, op, op->link_free);
@@ -230,7 +253,10 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 		struct df_msg *msg = f->head;
 		uint32_t payload = unit_payload(d, msg), wire = unit_wire(d, msg, payload);
 		struct df_otc *t = &op->tc[f->tc];
-		if (!df_credit_ok(t, 0, wire)) {
+		if (f->next_send > now) {
+			if (f->next_send < wake)
+				wake = f->next_send; /* paced by congestion control */
+		} else if (!df_credit_ok(t, 0, wire)) {
 			if (t->stall_since == SIM_TIME_MAX)
 				t->stall_since = now;
 		} else if (!window_open(d, f, wire)) {
@@ -247,6 +273,8 @@ void df_inject_kick(struct df *d, struct df_ep *e)
 		}
 		f = next;
 	}
+	if (wake != SIM_TIME_MAX)
+		df_arm_kick(d, op, wake);
 }
 
 void df_send(struct sim *sim, struct fabric *fab, struct fabric_msg *m)
@@ -280,7 +308,6 @@ void df_send(struct sim *sim, struct fabric *fab, struct fabric_msg *m)
 	(*d->c.msgs_sent)++;
 	if (f->state == DF_FLOW_IDLE)
 		flow_wake(d, e, f);
-	df_inject_kick(d, e);
 }
 
 static void ev_deliver(struct sim *sim, void *obj, uint64_t arg)
@@ -294,23 +321,6 @@ static void ev_deliver(struct sim *sim, void *obj, uint64_t arg)
 		die("dragonfly fabric: message to NIC %u, which never attached", m->dst);
 	(*d->c.msgs_delivered)++;
 	a->fn(sim, a->nic, m);
-}
-
-static void cc_on_ack(struct df *d, struct df_flow *f, uint32_t bytes, bool marked)
-{
-	f->acked_since_cut += bytes;
-	if (marked) {
-		if (f->acked_since_cut >= f->window) {
-			uint32_t w = (uint32_t)((double)f->window * d->cc_md);
-			f->window = w > d->cc_min_win ? w : d->cc_min_win;
-			f->acked_since_cut = 0;
-			(*d->c.cc_cuts)++;
-		}
-	} else if (f->window < d->cc_max_win) {
-		uint64_t inc = (uint64_t)d->cc_ai * bytes / f->window;
-		uint64_t w = (uint64_t)f->window + (inc ? inc : 1);
-		f->window = w < d->cc_max_win ? (uint32_t)w : d->cc_max_win;
-	}
 }
 
 static void check_order(struct df *d, struct df_flow *f, uint32_t seq, bool ordered)
@@ -332,56 +342,33 @@ static void check_order(struct df *d, struct df_flow *f, uint32_t seq, bool orde
 static void ev_ack(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct df_flow *f = obj;
-	struct df_ep *e = f->ep;
-	struct df *d = e->tx->df;
-	uint32_t count = (uint32_t)(arg >> 32) & ((1u << ACK_COUNT_BITS) - 1);
-	uint32_t flags = (uint32_t)(arg >> (32 + ACK_COUNT_BITS));
-	uint32_t units = flags & ACK_PERUNIT ? 1 : count;
+	struct df *d = f->ep->tx->df;
+	uint32_t units = (uint32_t)(arg >> 32) & ((1u << ACK_UNIT_BITS) - 1);
+	bool ordered = (arg >> (32 + ACK_UNIT_BITS)) & ACK_ORDERED;
 	(void)sim;
 	f->inflight -= units;
-	if (flags & ACK_ORDERED)
-		f->inflight_ordered -= units;
-	if (flags & ACK_PERUNIT) {
-		f->inflight_bytes -= count;
-		cc_on_ack(d, f, count, flags & ACK_MARK);
-	}
-	if (flags & ACK_LAST)
-		check_order(d, f, (uint32_t)arg, flags & ACK_ORDERED);
-	if (f->state == DF_FLOW_PARKED) {
-		struct df_msg *msg = f->head;
-		if (window_open(d, f, unit_wire(d, msg, unit_payload(d, msg)))) {
-			f->state = DF_FLOW_ACTIVE;
-			ring_add(e, f);
-			df_inject_kick(d, e);
-		}
-	} else if (f->state == DF_FLOW_IDLE && !f->inflight) {
-		ft_remove(e, f);
-		pool_put(&d->flows, f);
-	}
+	if (ordered)
+		f->routed_ordered -= units;
+	check_order(d, f, (uint32_t)arg, ordered);
+	flow_maybe_free(d, f);
 }
 
 void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t tx_end)
 {
 	struct df_msg *msg = pkt->msg;
-	struct df_flow *f = msg->flow;
 	simtime_t arrive = tx_end + d->lat_edge;
+	(void)op;
 	if (!msg->first_seen) {
 		msg->first_seen = 1;
 		msg->m->first_arrival = arrive;
 	}
-	bool last = --msg->remaining == 0;
-	uint32_t ord = pkt->flags & DF_PKT_ORDERED ? ACK_ORDERED : 0;
 	(*d->c.pkts_delivered)++;
-	*d->c.bytes_delivered += pkt->payload;
-	if (d->cc) {
-		uint32_t mark = op->tc[pkt->tc].queued > d->cc_threshold ? ACK_MARK : 0;
-		*d->c.cc_marks += mark != 0;
-		sim_schedule_at(d->sim, arrive + f->ack_lat, ev_ack, f,
-				ack_pack(msg->seq, pkt->wire, ACK_PERUNIT | mark | ord | (last ? ACK_LAST : 0)));
-	} else if (last) {
-		sim_schedule_at(d->sim, arrive + f->ack_lat, ev_ack, f, ack_pack(msg->seq, msg->units, ACK_LAST | ord));
-	}
-	if (last)
+	if (--msg->remaining == 0) {
+		*d->c.bytes_delivered += msg->m->bytes;
+		uint64_t ord = pkt->flags & DF_PKT_ORDERED ? ACK_ORDERED : 0;
+		sim_schedule_at(d->sim, arrive + msg->flow->ack_lat, ev_ack, msg->flow,
+				msg->seq | (uint64_t)msg->units << 32 | ord << (32 + ACK_UNIT_BITS));
 		sim_schedule_at(d->sim, arrive, ev_deliver, d, (uint64_t)(uintptr_t)msg);
+	}
 	pool_put(&d->pkts, pkt);
 }

@@ -1,6 +1,7 @@
 /* The "fabric" scenario section: picks the topology implementation (fabric.topology: direct | dragonfly).
  * The parameter table printed by --params is the union of both: dragonfly rows first, then the rows only
  * the direct crossbar reads (shared keys such as link_gbps mean the same thing in both). */
+#include <stdio.h>
 #include <string.h>
 
 #include "../model.h"
@@ -38,6 +39,7 @@ static struct model fabric_model = {
 };
 
 static struct param fabric_params[64];
+static char direct_only[8][160];
 
 __attribute__((constructor)) static void fabric_model_register(void)
 {
@@ -49,8 +51,14 @@ __attribute__((constructor)) static void fabric_model_register(void)
 		bool dup = false;
 		for (size_t k = 0; k < nd; k++)
 			dup |= !strcmp(dx[i].key, df[k].key);
-		if (!dup)
-			fabric_params[n++] = dx[i];
+		if (dup)
+			continue;
+		fabric_params[n] = dx[i];
+		if (i < ARRAY_SIZE(direct_only)) {
+			snprintf(direct_only[i], sizeof(direct_only[i]), "topology direct only: %s", dx[i].provenance);
+			fabric_params[n].provenance = direct_only[i];
+		}
+		n++;
 	}
 	fabric_model.params = fabric_params;
 	fabric_model.nparams = n;

@@ -182,7 +182,7 @@ void df_route_first(struct df *d, struct df_rsw *s, struct df_pkt *pkt)
 	}
 	struct df_flow *fl = pkt->msg->flow;
 	bool ordered = pkt->flags & DF_PKT_ORDERED;
-	if (ordered && fl->inflight_ordered > 1) {
+	if (ordered && fl->routed_ordered++) {
 		/* An earlier ordered packet of this flow is still out: follow it. */
 		pkt->sel = fl->pin_sel;
 		pkt->via = fl->pin_via;

@@ -8,7 +8,7 @@
  * They are registered when a port and class first carry traffic, so a run's telemetry covers what it used
  * (an Aurora-size fabric does not register millions of idle counters).  Fabric-wide counters, registered
  * at build: messages and packets, hops, route kinds (local / minimal / nonminimal / pinned), congestion
- * control marks and window cuts, reordered messages.
+ * control feedback that throttled a source, reordered messages.
  */
 #include "../stats.h"
 #include "../util.h"
@@ -43,8 +43,7 @@ void df_counters_init(struct df *d)
 	c->route_minimal = stats_counter(st, "fabric.route.minimal_pkts");
 	c->route_nonminimal = stats_counter(st, "fabric.route.nonminimal_pkts");
 	c->route_pinned = stats_counter(st, "fabric.route.pinned_pkts");
-	c->cc_marks = stats_counter(st, "fabric.cc.marks");
-	c->cc_cuts = stats_counter(st, "fabric.cc.window_cuts");
+	c->cc_marks = stats_counter(st, "fabric.cc.throttle_feedback");
 	c->reordered = stats_counter(st, "fabric.reordered_msgs");
 	c->reordered_ordered = stats_counter(st, "fabric.reordered_ordered_msgs");
 	c->flows_created = stats_counter(st, "fabric.flows_created");
@@ -68,9 +67,10 @@ void df_summary(struct sim *sim, FILE *f)
 		   "\"global_links_per_pair\": %u, \"local_links_per_pair\": %u, \"global_arrangement\": \"%s\", "
 		   "\"switches\": %u, \"endpoints\": %u,\n",
 		d->preset, d->gm, d->g, d->a, d->p, d->h, d->lpp, d->llp, arrangement_name(d->arr), d->nsw, d->nep);
-	fprintf(f, "    \"routing\": \"%s\", \"arbitration\": \"%s\", \"congestion_control\": %s, \"bulk_mode\": \"%s\", "
-		   "\"traffic_classes\": %u,\n",
+	fprintf(f, "    \"routing\": \"%s\", \"arbitration\": \"%s\", \"congestion_control\": %s, \"cc_scope\": \"%s\", "
+		   "\"bulk_mode\": \"%s\", \"traffic_classes\": %u,\n",
 		routing_name(d->routing), d->arb == DF_ARB_AGE ? "age" : "round_robin", d->cc ? "true" : "false",
+		d->cc_fabric ? "fabric" : "endpoint",
 		d->bulk == DF_BULK_CHUNK ? "chunk" : "packet", d->ntc);
 	fprintf(f, "    \"switches_touched\": %llu, \"ports_touched\": %llu, \"endpoints_sending\": %llu, "
 		   "\"packet_records\": %llu, \"packets_in_flight\": %llu, \"messages_in_flight\": %llu}",

@@ -9,8 +9,9 @@
  *            endpoints of the next group, dragonfly only); each endpoint offers `load` of its link (in
  *            wire time) as a Poisson stream of message_bytes messages from start_ns to duration_us.
  *            Accepted load is measured over [warmup_us, duration_us].
- * Summary: per flow bytes, completion time, throughput and reorder count; for the pattern, offered and
- * accepted load and message latency percentiles.
+ * Summary: per flow bytes, completion time, throughput (over its life, and over the measurement window
+ * [measure_start_us, measure_end_us] if given) and reorder count; for the pattern, offered and accepted
+ * load and message latency percentiles.
  */
 #include <stdlib.h>
 
@@ -27,7 +28,7 @@ struct tg_flow {
 	uint8_t flags;
 	uint64_t bytes, msg_bytes;
 	uint32_t nmsgs, sent, delivered;
-	uint64_t delivered_bytes;
+	uint64_t delivered_bytes, window_bytes;
 	simtime_t start, end, first_lat, min_lat;
 	uint32_t max_idx, reordered;
 	bool any;
@@ -48,6 +49,7 @@ struct tg {
 	uint8_t flags;
 	simtime_t start, stop, warm, mean_gap, msg_wire;
 	struct rng *rng;
+	simtime_t m_start, m_end; /* per-flow measurement window */
 	uint64_t pat_sent, pat_delivered, win_delivered;
 	struct histogram *lat;
 };
@@ -106,6 +108,8 @@ static void flow_delivered(struct tg *g, struct tg_flow *f, struct fabric_msg *m
 	f->any = true;
 	f->delivered++;
 	f->delivered_bytes += m->bytes;
+	if (now > g->m_start && now <= g->m_end)
+		f->window_bytes += m->bytes;
 	f->end = now;
 	if (f->window && f->sent < f->nmsgs)
 		sim_schedule(g->sim, 0, ev_flow_refill, f, 0); /* keep `window` messages in flight */
@@ -260,6 +264,10 @@ static void tg_build(struct sim *sim, const struct cfg *c)
 	sim_world_set(sim, "fabric_traffic", g);
 	sim_on_destroy(sim, tg_free, g);
 	uint32_t nep = fabric_num_endpoints(g->fab);
+	g->m_start = cfg_time_ps(c, "measure_start_us", 0, 1e6, 1e9);
+	g->m_end = cfg_time_ps(c, "measure_end_us", 0, 1e6, 1e9);
+	if (g->m_end <= g->m_start)
+		g->m_end = g->m_start = 0;
 	build_flows(g, c, nep);
 	build_pattern(g, c, nep);
 }
@@ -278,10 +286,11 @@ static void tg_summary(struct sim *sim, FILE *f)
 		simtime_t dur = fl->end > fl->start ? fl->end - fl->start : 0;
 		fprintf(f, "%s\n    {\"src\": %u, \"dst\": %u, \"bytes\": %llu, \"messages\": %u, \"delivered\": %u, "
 			   "\"delivered_bytes\": %llu, \"start_ps\": %llu, \"end_ps\": %llu, \"gbps\": %.4f, "
-			   "\"first_latency_ps\": %llu, \"min_latency_ps\": %llu, \"reordered\": %u}",
+			   "\"window_gbps\": %.4f, \"first_latency_ps\": %llu, \"min_latency_ps\": %llu, \"reordered\": %u}",
 			i ? "," : "", fl->src, fl->dst, (unsigned long long)fl->bytes, fl->nmsgs, fl->delivered,
 			(unsigned long long)fl->delivered_bytes, (unsigned long long)fl->start,
-			(unsigned long long)fl->end, gbps(fl->delivered_bytes, dur), (unsigned long long)fl->first_lat,
+			(unsigned long long)fl->end, gbps(fl->delivered_bytes, dur),
+			gbps(fl->window_bytes, g->m_end - g->m_start), (unsigned long long)fl->first_lat,
 			(unsigned long long)fl->min_lat, fl->reordered);
 	}
 	fputs(g->nflows ? "\n  ]" : "]", f);

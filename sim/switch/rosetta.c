@@ -80,6 +80,8 @@ struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port)
 		op->peer_port = (uint8_t)pport;
 		op->global = port >= d->global0;
 		op->link_lat = op->global ? d->lat_global : d->lat_local;
+		simtime_t rtt = 2 * op->link_lat + d->sw_lat + df_ser(d, d->mtu + d->hdr);
+		op->credit_rtt = (uint32_t)((double)rtt / d->ps_per_byte) + d->resv; /* + the unit in transit */
 	}
 	s->port[port] = op;
 	return op;
@@ -87,19 +89,25 @@ struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port)
 
 uint32_t df_port_depth(const struct df *d, const struct df_rsw *s, uint32_t port, uint32_t tc)
 {
-	/* Bytes waiting for this output: credits in use are not counted, since a busy but uncongested link
-	 * always holds a bandwidth-delay product of them.  When the downstream is congested its credits run
-	 * out and the backlog shows up here. */
+	/* Bytes waiting for this output, plus the downstream input buffer's occupancy beyond what a busy
+	 * link always holds (one credit round trip at line rate, plus the unit being forwarded, which in chunk
+	 * mode is a whole chunk): when the next switch cannot forward, its
+	 * buffer fills and the congestion shows here one hop early. */
 	const struct df_oport *op = s->port[port];
-	(void)d;
-	return op ? op->tc[tc].queued : 0;
+	if (!op)
+		return 0;
+	const struct df_otc *t = &op->tc[tc];
+	if (op->kind == DF_OP_EJECT)
+		return t->queued;
+	uint32_t used = d->buf[tc] - t->avail;
+	return t->queued + (used > op->credit_rtt ? used - op->credit_rtt : 0);
 }
 
 /* ---- VOQ table: open addressing over the non-empty VOQs of a switch ---- */
 
 static inline uint32_t vh_slot(uint32_t key, uint32_t mask)
 {
-	return (key * 0x9e3779b1u) >> 11 & mask;
+	return df_mix(key, 0) & mask;
 }
 
 static void vh_grow(struct df_rsw *s)
@@ -165,27 +173,50 @@ static void voq_remove(struct df_rsw *s, struct df_voq *v)
 
 /* ---- events ---- */
 
+/* One pending kick per port; arming an earlier one supersedes the later (its event is then ignored). */
 void df_arm_kick(struct df *d, struct df_oport *op, simtime_t at)
 {
-	if (op->kick_armed)
+	if (op->kick_armed && op->kick_at <= at)
 		return;
 	op->kick_armed = 1;
-	sim_schedule_at(d->sim, at, df_ev_kick, op, 0);
+	op->kick_at = at;
+	sim_schedule_at(d->sim, at, df_ev_kick, op, ++op->kick_gen);
 }
 
-static struct df_voq *pick_voq(const struct df *d, const struct df_oport *op, const struct df_otc *t)
+/* The head packet that may go next on (output, class) t: the oldest, or the next in round-robin order,
+ * among the VOQs whose head fits the downstream credits.  In a saturated fabric most calls find nothing:
+ * a failed scan remembers the smallest head it saw, and until a VOQ or its head changes, credits below
+ * that size skip the scan. */
+static struct df_voq *pick_voq(const struct df *d, const struct df_oport *op, struct df_otc *t)
 {
 	bool eject = op->kind == DF_OP_EJECT;
 	struct df_voq *v = t->ring, *best = NULL;
-	if (d->arb == DF_ARB_ROUND_ROBIN) {
-		for (uint32_t n = t->nvoq; n--; v = v->next)
-			if (eject || df_credit_ok(t, v->key & 15, v->head->wire))
-				return v;
-		return NULL;
+	if (!eject && t->need) {
+		bool any = t->shared >= t->need;
+		for (uint32_t vc = 0; vc < DF_MAX_VC && !any; vc++)
+			any = t->nvoq_vc[vc] && t->resv[vc] >= t->need;
+		if (!any)
+			return NULL;
 	}
-	for (uint32_t n = t->nvoq; n--; v = v->next)
-		if ((eject || df_credit_ok(t, v->key & 15, v->head->wire)) && (!best || v->head->birth < best->head->birth))
-			best = v;
+	uint32_t need = UINT32_MAX;
+	if (d->arb == DF_ARB_ROUND_ROBIN) {
+		for (uint32_t n = t->nvoq; n--; v = v->next) {
+			if (eject || df_credit_ok(t, v->key & 15, v->head_wire))
+				return v;
+			need = v->head_wire < need ? v->head_wire : need;
+		}
+	} else {
+		for (uint32_t n = t->nvoq; n--; v = v->next) {
+			if (!eject && !df_credit_ok(t, v->key & 15, v->head_wire)) {
+				need = v->head_wire < need ? v->head_wire : need;
+				continue;
+			}
+			if (!best || v->head_birth < best->head_birth)
+				best = v;
+		}
+	}
+	if (!best && t->nvoq)
+		t->need = need;
 	return best;
 }
 
@@ -195,10 +226,14 @@ static void transmit(struct df *d, struct df_oport *op, uint32_t tc, struct df_v
 	struct df_pkt *pkt = v->head;
 	uint32_t vc = v->key & 15, wire = pkt->wire;
 	v->head = pkt->next;
+	t->need = 0;
 	if (v->head) {
+		v->head_wire = v->head->wire;
+		v->head_birth = v->head->birth;
 		t->ring = v->next;
 	} else {
 		/* Empty VOQs leave the ring and the table. */
+		t->nvoq_vc[vc]--;
 		if (--t->nvoq) {
 			v->prev->next = v->next;
 			v->next->prev = v->prev;
@@ -287,7 +322,8 @@ void df_ev_kick(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct df_oport *op = obj;
 	(void)sim;
-	(void)arg;
+	if (!op->kick_armed || arg != op->kick_gen)
+		return;
 	op->kick_armed = 0;
 	if (op->kind == DF_OP_INJECT)
 		df_inject_kick(op->df, op->owner);
@@ -305,11 +341,11 @@ void df_ev_credit(struct sim *sim, void *obj, uint64_t arg)
 	else
 		t->shared += wire;
 	t->avail += wire;
-	if (op->kick_armed || op->link_free > sim_now(sim))
-		return;
+	if (op->link_free > sim_now(sim))
+		return; /* a busy link re-arbitrates when it frees */
 	if (op->kind == DF_OP_INJECT)
 		df_inject_kick(op->df, op->owner);
-	else if (op->active)
+	else if (op->active && !op->kick_armed)
 		switch_kick(op->df, op);
 }
 
@@ -330,6 +366,8 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 	struct df_otc *t = &op->tc[tc];
 	if (created) {
 		v->head = v->tail = pkt;
+		v->head_wire = pkt->wire;
+		v->head_birth = pkt->birth;
 		if (t->ring) {
 			/* Join at the end of the round: just before the cursor. */
 			v->next = t->ring;
@@ -341,6 +379,8 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 			t->ring = v;
 		}
 		t->nvoq++;
+		t->nvoq_vc[vc]++;
+		t->need = 0;
 	} else {
 		v->tail->next = pkt;
 		v->tail = pkt;
@@ -351,9 +391,15 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 			t->vtime = op->vclock;
 	}
 	t->queued += pkt->wire;
+	if (d->cc) {
+		if (op->kind == DF_OP_EJECT)
+			df_cc_egress(d, t, pkt, sim_now(sim));
+		else if (d->cc_fabric)
+			df_cc_link(d, t, pkt, sim_now(sim));
+	}
 	struct df_tel *tel = df_tel(d, op, tc);
 	if (t->queued > *tel->queue_hwm)
 		*tel->queue_hwm = t->queued;
-	if (!op->kick_armed && op->link_free <= sim_now(sim))
-		switch_kick(d, op);
+	if (!op->kick_armed)
+		switch_kick(d, op); /* sends now, or arms a kick for when the link frees */
 }
