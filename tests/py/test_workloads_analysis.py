@@ -67,7 +67,7 @@ def test_plot_and_report(cxisim, tmp_path):
     svg = open([f for f in files if f.endswith("rpc-rate.svg")][0], encoding="utf-8").read()
     assert "seed 000" in svg  # the published Fig 5 values are overlaid
     proc = cxisim("report", "out", check=True)
-    html = open(proc.stdout.strip(), encoding="utf-8").read()
+    html = open(os.path.join(tmp_path, proc.stdout.strip()), encoding="utf-8").read()
     assert "fig5-small" in html and "<table>" in html and ".svg" in html
     assert html.count("<tr>") >= 5
 
