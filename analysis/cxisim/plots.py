@@ -55,21 +55,27 @@ def pick_x(runs):
     return X_CANDIDATES[0]
 
 
+def _determined(runs, f, by):
+    """Whether field f's value is a function of the values of `by` (the x path and other fields)."""
+    seen = {}
+    for r in runs:
+        key = (_key(r.get(by[0])),) + tuple(_key(r.params.get(b)) for b in by[1:])
+        v = _key(r.params.get(f))
+        if seen.setdefault(key, v) != v:
+            return False
+    return True
+
+
 def series_fields(runs, xpath):
-    """Varying scenario fields that are not a function of x."""
-    out = []
-    for f in varying(runs):
-        by_x = {}
-        func = True
-        for r in runs:
-            xv = _key(r.get(xpath))
-            fv = _key(r.params.get(f))
-            if by_x.setdefault(xv, fv) != fv:
-                func = False
-                break
-        if not func:
-            out.append(f)
-    return out
+    """The scenario fields that tell series apart: those that vary and are not a function of x and of the
+    other such fields (so values derived from the swept parameters, e.g. a measurement window computed from
+    the client count and the strategy, do not split the lines).  Fields with many values go first."""
+    fields = [f for f in varying(runs) if not _determined(runs, f, [xpath])]
+    for f in sorted(fields, key=lambda f: -len({_key(r.params.get(f)) for r in runs})):
+        others = [g for g in fields if g != f]
+        if _determined(runs, f, [xpath] + others):
+            fields.remove(f)
+    return fields
 
 
 def series_label(run, fields):
@@ -125,7 +131,8 @@ def overlay_published(ax, runs, groups, colors, unit, scale, fig_name):
         cal = pub["role"] == "calibration"
         style = dict(color=color, alpha=0.8, linewidth=1.2, linestyle=":" if cal else "--")
         what = "seed 000 (calibration)" if cal else "seed 000"
-        text = f"{what}: {pub['rel'].replace('~', '≈')}{pub['y'] * scale:g}"
+        rel = {"~": "≈", ">=": "≥"}.get(pub["rel"], pub["rel"])
+        text = f"{what}: {rel}{pub['y'] * scale:g}"
         if pub["x"] is None:
             ax.axhline(y, **style)
             ax.annotate(text, xy=(xmin, y), xytext=(2, 2), textcoords="offset points", fontsize=7, color=color)

@@ -7,7 +7,6 @@
          per wall second in cxisim and in SimGrid 3.32 (same topology and pattern), and the ratio
   seed   Fig 4, Fig 9 and Fig 10 at full scale against the seed's validation targets
 """
-import json
 import os
 import re
 import subprocess
@@ -67,17 +66,18 @@ def render_platform(groups, path):
 
 
 def storm():
-    clients, inflight, groups = 10000, 8, 20
+    # Both engines simulate the same 30 ms of virtual time from a cold start (the initial burst of 80,000
+    # requests and what follows), and each reports the RPCs completed per second of its own run loop.
+    clients, inflight, groups, window_us = 10000, 8, 20, 30000
     hosts = groups * 32 * 16
     scen = os.path.join(REPO, "scenarios", "rpc-storm.yaml.j2")
-    rundir = runmod.run_scenario(scen, {"clients": clients, "in_flight": inflight, "groups": groups}, out=OUT,
-                                 run_name="storm")
+    rundir = runmod.run_scenario(scen, {"clients": clients, "in_flight": inflight, "groups": groups,
+                                        "measure_us": window_us}, out=OUT, run_name="storm")
     r = load_run(rundir)
     done = r.get("rpc_client.completed")
     wall = r.runinfo["wall_time_s"]
     ours = done / wall
     vt = r.get("engine.virtual_time_ps") / 1e12
-    service_us = r.scenario.get("rpc_server", {}).get("service_ns")
     # The SimGrid server spends our server thread's whole per-request time (service plus the costs around
     # it), measured from our run, so both serve at the same rate.
     busy = r.get("rpc_server.thread_utilization") or 1.0
@@ -88,7 +88,8 @@ def storm():
     with tempfile.TemporaryDirectory() as tmp:
         plat = os.path.join(tmp, "dragonfly.xml")
         render_platform(groups, plat)
-        cmd = [sg_bin, plat, str(clients), str(inflight), f"{per_req_us:.4f}", "64", "64", "0.004", str(hosts),
+        cmd = [sg_bin, plat, str(clients), str(inflight), f"{per_req_us:.4f}", "64", "64", f"{window_us / 1e6:.6f}",
+               str(hosts),
                "--cfg=network/model:CM02", "--log=root.thresh:critical"]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     line = proc.stdout.strip().splitlines()[-1]
@@ -127,8 +128,9 @@ def seed():
         a, b = seed000.BANDS[band]
         v = bw[(n, "write")]
         print(f"fig10 write {n} node(s): {v:.1f} GB/s (target {a:.0f}-{b:.0f}) {verdict(a <= v <= b)}")
-        print(f"fig10 read  {n} node(s): {bw[(n, 'read')]:.1f} GB/s (seed: lower than write) "
-              f"{verdict(bw[(n, 'read')] < v)}")
+        # "Lower" must be more than the window's noise (~1%): the seed's reads are 4% and 12% lower.
+        print(f"fig10 read  {n} node(s): {bw[(n, 'read')]:.1f} GB/s (seed: lower than write, 46 and 84 GB/s) "
+              f"{verdict(bw[(n, 'read')] < 0.99 * v)}")
     # Fig 9: MR methods.
     sw, runs, wall = sweep("fig9-mr-methods.yaml.j2")
     print(f"bench seed fig9: {len(runs)} runs, wall {wall:.1f} s")
