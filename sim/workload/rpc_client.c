@@ -228,13 +228,6 @@ static void attempt_ev(struct sim *sim, void *obj, uint64_t arg)
 	attempt(sim, cs, &cs->slots[arg]);
 }
 
-/* A drained run ends by itself once every RPC, response send and MR close is over (no event left). */
-static void maybe_stop(struct sim *sim, struct rpc_client_set *cs)
-{
-	(void)sim;
-	(void)cs;
-}
-
 /* The attempt is over and its MR (if any) released: retry, or think and start the next RPC. */
 void rpc_client_attempt_over(struct sim *sim, struct rpc_client_set *cs, struct rpc_slot *s)
 {
@@ -349,9 +342,9 @@ static void attempt(struct sim *sim, struct rpc_client_set *cs, struct rpc_slot 
 static void begin(struct sim *sim, struct rpc_client_set *cs, struct rpc_slot *s)
 {
 	if (cs->stopping) {
+		/* A drained run then ends by itself once every RPC, response and MR close is over. */
 		s->state = S_IDLE;
 		cs->st.active--;
-		maybe_stop(sim, cs);
 		return;
 	}
 	uint32_t ci = slot_client(cs, s);
@@ -468,6 +461,8 @@ static void open_proc(struct rpc_client_set *cs, struct nic *nic, struct rpc_pro
 static void clients_free(void *p)
 {
 	struct rpc_client_set *cs = p;
+	for (uint32_t i = 0; i < cs->n; i++)
+		sw_ep_close(cs->procs[i].ep); /* destroy hooks run newest first: the NICs are still there */
 	bulk_client_free(cs);
 	free(cs->procs);
 	free(cs->slots);
@@ -503,7 +498,6 @@ static void clients_build(struct sim *sim, const struct cfg *sec)
 	w->client_addr_of = client_addr_of;
 	w->win_start = cs->warmup;
 	w->win_end = cs->warmup + cs->measure;
-	sim_on_destroy(sim, clients_free, cs);
 	bulk_client_build(sim, cs);
 	cs->lat = stats_hist(sim_stats(sim), "rpc_client.latency_ps");
 	for (uint32_t i = 0; i < cs->n; i++) {
@@ -520,6 +514,8 @@ static void clients_build(struct sim *sim, const struct cfg *sec)
 		simtime_t at = cs->spread ? rng_below(&c->rng, cs->spread) : 0;
 		sim_schedule_at(sim, at, start_ev, cs, i);
 	}
+	/* Registered after the endpoints were opened, so it runs before the provider's own teardown. */
+	sim_on_destroy(sim, clients_free, cs);
 	cs->st.active = (uint64_t)cs->n * cs->W;
 	sim_schedule_at(sim, w->win_start, window_open, cs, 0);
 	sim_schedule_at(sim, w->win_end, window_close, cs, 0);

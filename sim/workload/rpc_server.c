@@ -744,6 +744,7 @@ static void server_free(void *p)
 	struct rpc_server *s = p;
 	for (uint32_t i = 0; i < s->nthreads; i++) {
 		struct srv_thread *t = &s->threads[i];
+		sw_ep_close(t->ep); /* destroy hooks run newest first: the NICs are still there */
 		for (uint32_t h = 0; h < t->nhandles; h++)
 			free(t->handles[h]);
 		free(t->handles);
@@ -777,7 +778,6 @@ static void server_build(struct sim *sim, const struct cfg *sec)
 	s->world.win_end = SIM_TIME_MAX;
 	pool_init(&s->req_pool, sizeof(struct srv_req), 4096);
 	sim_world_set(sim, "rpc", &s->world);
-	sim_on_destroy(sim, server_free, s);
 	uint32_t i = 0;
 	for (uint32_t n = 0; n < c->nodes; n++)
 		for (uint32_t e = 0; e < c->engines; e++) {
@@ -797,6 +797,8 @@ static void server_build(struct sim *sim, const struct cfg *sec)
 			}
 		}
 	bulk_server_build(sim, s);
+	/* Registered after the endpoints were opened, so it runs before the provider's own teardown. */
+	sim_on_destroy(sim, server_free, s);
 	ts_register(sim, "rpc_server.posted", &s->st.posted_now);
 	ts_register(sim, "rpc_server.in_use", &s->st.in_use_now);
 	ts_register(sim, "rpc_server.cq_backlog", &s->st.backlog_now);
