@@ -1,0 +1,35 @@
+# libfabric provider "cxi" (libcxisim-fi.so), the emulation daemon (cxisimd), and the C test programs that
+# drive the provider through the libfabric API.
+
+PROV_SRCS := $(wildcard provider/*.c)
+PROV_OBJS := $(PROV_SRCS:%.c=$(BUILD)/obj/pic/%.o)
+PROV_LIB := $(BUILD)/provider/libcxisim-fi.so
+
+DAEMON_SRCS := $(wildcard sim/cxisimd/*.c)
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/obj/%.o)
+DAEMON := $(BUILD)/bin/cxisimd
+
+PROV_PROG_SRCS := $(wildcard tests/progs/provider/*.c)
+PROV_PROGS := $(PROV_PROG_SRCS:tests/progs/provider/%.c=$(BUILD)/tests/provider/%)
+
+ALL_TARGETS += $(PROV_LIB) $(DAEMON) $(PROV_PROGS)
+
+$(BUILD)/obj/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+# The provider links only libfabric (the system one loads it) and never the engine.
+$(PROV_LIB): $(PROV_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -o $@ $^ -lfabric -lpthread -ldl
+
+$(DAEMON): $(DAEMON_OBJS) $(SIM_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lev
+
+$(BUILD)/tests/provider/%: tests/progs/provider/%.c tests/progs/provider/common.h $(PROV_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Iprovider -o $@ $< $(LDFLAGS) -lfabric -lpthread
+
+.PHONY: provider
+provider: $(PROV_LIB) $(DAEMON) $(PROV_PROGS)
