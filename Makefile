@@ -92,3 +92,4 @@ clean:
 	rm -rf build build-san
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+.SECONDARY:

@@ -1,0 +1,152 @@
+/* Config accessors: every error names the file, the field and the problem; unknown fields are caught. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <setjmp.h>
+#include <string.h>
+
+#include "../../sim/cfg.h"
+#include "../../sim/stats.h"
+
+static jmp_buf jb;
+static char msg[1024];
+
+static void hook(const char *m)
+{
+	snprintf(msg, sizeof(msg), "%s", m);
+	longjmp(jb, 1);
+}
+
+static struct json_object *parse(const char *text)
+{
+	struct json_object *o = json_tokener_parse(text);
+	cr_assert_not_null(o, "bad test JSON");
+	return o;
+}
+
+#define EXPECT_ERROR(stmt, needle)                                                                           \
+	do {                                                                                                 \
+		msg[0] = 0;                                                                                  \
+		if (setjmp(jb) == 0) {                                                                       \
+			stmt;                                                                                \
+			cr_assert_fail("no error for: %s", #stmt);                                           \
+		}                                                                                            \
+		cr_assert(strstr(msg, needle), "message '%s' lacks '%s'", msg, needle);                      \
+	} while (0)
+
+TestSuite(cfg, .init = NULL);
+
+Test(cfg, values_defaults_and_ranges)
+{
+	cfg_set_error_hook(hook);
+	struct json_object *o = parse("{\"a\": {\"n\": 5, \"x\": 2.5, \"b\": true, \"s\": \"hi\", \"big\": 1e3}}");
+	struct cfg root = cfg_root(o, "scen.yaml.j2");
+	struct cfg a = cfg_section(&root, "a");
+	cr_assert_eq(cfg_u64(&a, "n", 0, 0, 10), 5);
+	cr_assert_eq(cfg_u64(&a, "missing", 77, 0, 100), 77);
+	cr_assert_float_eq(cfg_double(&a, "x", 0, 0, 10), 2.5, 1e-12);
+	cr_assert(cfg_bool(&a, "b", false));
+	cr_assert_str_eq(cfg_string(&a, "s", ""), "hi");
+	cr_assert_eq(cfg_u64(&a, "big", 0, 0, 10000), 1000, "integral doubles are integers");
+	cfg_check_unknown(&root);
+	json_object_put(o);
+}
+
+Test(cfg, errors_name_file_field_problem)
+{
+	cfg_set_error_hook(hook);
+	struct json_object *o = parse("{\"fab\": {\"groups\": 0, \"bw\": \"fast\", \"neg\": -3, \"frac\": 1.5, "
+				      "\"mode\": \"turbo\", \"flag\": 1, \"sub\": 3, \"list\": [{\"k\": 1}, 2]}}");
+	struct cfg root = cfg_root(o, "df.yaml.j2");
+	struct cfg f = cfg_section(&root, "fab");
+	EXPECT_ERROR(cfg_u64(&f, "groups", 1, 1, 100), "df.yaml.j2: field 'fab.groups': value 0 out of range [1, 100]");
+	EXPECT_ERROR(cfg_double(&f, "bw", 1, 0, 1e9), "df.yaml.j2: field 'fab.bw': expected a number");
+	EXPECT_ERROR(cfg_u64(&f, "neg", 1, 0, 9), "field 'fab.neg': value -3 out of range");
+	EXPECT_ERROR(cfg_u64(&f, "frac", 1, 0, 9), "field 'fab.frac': expected a non-negative integer");
+	static const char *const modes[] = { "hardware", "software", "hybrid", NULL };
+	EXPECT_ERROR(cfg_enum(&f, "mode", 0, modes), "field 'fab.mode': unknown value 'turbo' (expected one of: "
+						      "hardware, software, hybrid)");
+	EXPECT_ERROR(cfg_bool(&f, "flag", false), "field 'fab.flag': expected true or false");
+	EXPECT_ERROR(cfg_section(&f, "sub"), "field 'fab.sub': expected a mapping");
+	cr_assert_eq(cfg_array_len(&f, "list"), 2);
+	struct cfg e0 = cfg_array_obj(&f, "list", 0);
+	cr_assert_eq(cfg_u64(&e0, "k", 0, 0, 5), 1);
+	EXPECT_ERROR(cfg_array_obj(&f, "list", 1), "field 'fab.list[1]': expected a mapping");
+	json_object_put(o);
+}
+
+Test(cfg, unknown_fields_are_reported_with_their_path)
+{
+	cfg_set_error_hook(hook);
+	struct json_object *o = parse("{\"nic\": {\"le\": {\"max_alloc\": 10, \"max_aloc\": 3}}, \"name\": \"x\"}");
+	struct cfg root = cfg_root(o, "s.yaml.j2");
+	cfg_string(&root, "name", NULL);
+	struct cfg nic = cfg_section(&root, "nic");
+	struct cfg le = cfg_section(&nic, "le");
+	cfg_u64(&le, "max_alloc", 0, 0, 100);
+	EXPECT_ERROR(cfg_check_unknown(&root), "s.yaml.j2: field 'nic.le.max_aloc': unknown field");
+	json_object_put(o);
+
+	o = parse("{\"a\": 1, \"b\": {\"c\": 2}}");
+	root = cfg_root(o, "t.json");
+	cfg_u64(&root, "a", 0, 0, 5);
+	EXPECT_ERROR(cfg_check_unknown(&root), "field 'b': unknown field");
+	json_object_put(o);
+
+	o = parse("{\"list\": [{\"x\": 1, \"y\": 2}]}");
+	root = cfg_root(o, "l.json");
+	struct cfg e = cfg_array_obj(&root, "list", 0);
+	cfg_u64(&e, "x", 0, 0, 5);
+	EXPECT_ERROR(cfg_check_unknown(&root), "field 'list[0].y': unknown field");
+	json_object_put(o);
+}
+
+Test(cfg, unreadable_file)
+{
+	cfg_set_error_hook(hook);
+	EXPECT_ERROR(cfg_load_file("/nonexistent/x.json", "mine.yaml.j2"), "mine.yaml.j2: cannot read config");
+}
+
+Test(cfg, exits_with_status_2_without_hook, .exit_code = 2)
+{
+	struct json_object *o = parse("{\"a\": \"x\"}");
+	struct cfg root = cfg_root(o, "s.json");
+	cfg_set_error_hook(NULL);
+	cfg_u64(&root, "a", 0, 0, 1);
+}
+
+Test(stats, histogram_quantiles_and_counters)
+{
+	struct stats *st = stats_create();
+	uint64_t *c = stats_counter(st, "nic.%d.C_CNTR_LPE_NET_MATCH_PRIORITY", 3);
+	(*c) += 5;
+	cr_assert_eq(stats_counter(st, "nic.3.C_CNTR_LPE_NET_MATCH_PRIORITY"), c, "same name, same slot");
+	cr_assert_eq(*stats_find_counter(st, "nic.3.C_CNTR_LPE_NET_MATCH_PRIORITY"), 5);
+	cr_assert_null(stats_find_counter(st, "nope"));
+	struct histogram *h = stats_hist(st, "lat");
+	for (uint64_t v = 1; v <= 1000; v++)
+		hist_add(h, v);
+	cr_assert_eq(h->count, 1000);
+	cr_assert_eq(h->min, 1);
+	cr_assert_eq(h->max, 1000);
+	cr_assert_eq(hist_quantile(h, 1.0), 1000);
+	uint64_t p50 = hist_quantile(h, 0.5), p99 = hist_quantile(h, 0.99);
+	cr_assert(p50 >= 485 && p50 <= 501, "p50 %lu", p50); /* relative error < 1/32 */
+	cr_assert(p99 >= 960 && p99 <= 991, "p99 %lu", p99);
+	for (int i = 0; i < 5000; i++) /* many names force rehashing; earlier slots stay valid */
+		(*stats_counter(st, "x.%d", i))++;
+	cr_assert_eq(*c, 5);
+	char *buf;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	stats_dump_json(st, f, 0);
+	fclose(f);
+	struct json_object *o = json_tokener_parse(buf);
+	cr_assert_not_null(o, "stats JSON must parse: %s", buf);
+	struct json_object *cs, *v;
+	cr_assert(json_object_object_get_ex(o, "counters", &cs));
+	cr_assert(json_object_object_get_ex(cs, "x.4999", &v));
+	cr_assert_eq(json_object_get_int(v), 1);
+	json_object_put(o);
+	free(buf);
+	stats_destroy(st);
+}

@@ -1,0 +1,125 @@
+/* Object pools recycle records; RNG streams are reproducible per (seed, name) and independent. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "../../sim/pool.h"
+#include "../../sim/rng.h"
+
+Test(pool, reuses_returned_objects_without_growing)
+{
+	struct pool p;
+	pool_init(&p, 40, 64);
+	void *a[64];
+	for (int i = 0; i < 64; i++)
+		a[i] = pool_get(&p);
+	cr_assert_eq(p.allocated, 64);
+	cr_assert_eq(p.nslabs, 1);
+	for (int i = 0; i < 64; i++)
+		for (int j = i + 1; j < 64; j++)
+			cr_assert_neq(a[i], a[j]);
+	/* Returned objects come back (LIFO) and no new slab is carved while any is free. */
+	for (int round = 0; round < 1000; round++) {
+		void *x = a[round % 64];
+		pool_put(&p, x);
+		void *y = pool_get(&p);
+		cr_assert_eq(x, y);
+	}
+	cr_assert_eq(p.allocated, 64);
+	cr_assert_eq(p.live, 64);
+	void *extra = pool_get(&p);
+	cr_assert_eq(p.nslabs, 2, "a 65th live object needs a second slab");
+	cr_assert_eq(p.live, 65);
+	pool_put(&p, extra);
+	for (int i = 0; i < 64; i++)
+		pool_put(&p, a[i]);
+	cr_assert_eq(p.live, 0);
+	pool_free_all(&p);
+}
+
+Test(pool, objects_are_aligned_and_disjoint)
+{
+	struct pool p;
+	pool_init(&p, 13, 8);
+	char *o[32];
+	for (int i = 0; i < 32; i++) {
+		o[i] = pool_get(&p);
+		cr_assert_eq((uintptr_t)o[i] % 8, 0);
+		memset(o[i], i, 13);
+	}
+	for (int i = 0; i < 32; i++)
+		for (int k = 0; k < 13; k++)
+			cr_assert_eq(o[i][k], i, "object %d overwritten", i);
+	pool_free_all(&p);
+}
+
+Test(rng, same_seed_and_name_reproduce)
+{
+	struct rng a, b;
+	rng_init(&a, 1234, "nic.3.rnr");
+	rng_init(&b, 1234, "nic.3.rnr");
+	for (int i = 0; i < 10000; i++)
+		cr_assert_eq(rng_next(&a), rng_next(&b));
+	rng_init_idx(&a, 9, "client", 77);
+	rng_init_idx(&b, 9, "client", 77);
+	for (int i = 0; i < 1000; i++)
+		cr_assert_eq(rng_below(&a, 1000), rng_below(&b, 1000));
+}
+
+/* Pearson correlation of two streams' uniforms. */
+static double corr(struct rng *a, struct rng *b, int n)
+{
+	double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+	for (int i = 0; i < n; i++) {
+		double x = rng_uniform(a), y = rng_uniform(b);
+		sx += x, sy += y, sxx += x * x, syy += y * y, sxy += x * y;
+	}
+	double cov = sxy / n - (sx / n) * (sy / n);
+	return cov / sqrt((sxx / n - (sx / n) * (sx / n)) * (syy / n - (sy / n) * (sy / n)));
+}
+
+Test(rng, streams_are_independent)
+{
+	struct rng a, b, c, d, e;
+	rng_init(&a, 1, "nic.0");
+	rng_init(&b, 1, "nic.1");  /* neighbouring name */
+	rng_init(&c, 2, "nic.0");  /* neighbouring seed */
+	rng_init_idx(&d, 1, "nic", 0);
+	rng_init_idx(&e, 1, "nic", 1);
+	const int n = 200000;
+	/* |r| for independent streams has standard deviation 1/sqrt(n) ~ 0.0022; 0.01 is > 4 sigma. */
+	cr_assert_lt(fabs(corr(&a, &b, n)), 0.01);
+	cr_assert_lt(fabs(corr(&a, &c, n)), 0.01);
+	cr_assert_lt(fabs(corr(&d, &e, n)), 0.01);
+	/* No two of them share even their first output. */
+	struct rng s[4];
+	rng_init(&s[0], 1, "x");
+	rng_init(&s[1], 1, "y");
+	rng_init(&s[2], 2, "x");
+	rng_init_idx(&s[3], 1, "x", 0);
+	uint64_t v[4];
+	for (int i = 0; i < 4; i++)
+		v[i] = rng_next(&s[i]);
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
+			cr_assert_neq(v[i], v[j]);
+}
+
+Test(rng, distributions)
+{
+	struct rng r;
+	rng_init(&r, 5, "dist");
+	const int n = 400000;
+	uint64_t hist[10] = { 0 };
+	double sum = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t k = rng_below(&r, 10);
+		cr_assert_lt(k, 10);
+		hist[k]++;
+		sum += rng_exp(&r, 3.0);
+	}
+	for (int k = 0; k < 10; k++) /* expected 40000, sd 190: allow 5 sd */
+		cr_assert(hist[k] > 39050 && hist[k] < 40950, "bucket %d: %lu", k, hist[k]);
+	cr_assert(fabs(sum / n - 3.0) < 0.03, "exp mean %f", sum / n);
+	cr_assert_eq(rng_below(&r, 1), 0);
+}
