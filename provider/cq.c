@@ -258,7 +258,17 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 		}
 	}
 	for (;;) {
-		ssize_t r = cq_readfrom(fid, buf, count, src_addr);
+		if (!count) {
+			/* A pure wait: return once something is there to read. */
+			pthread_mutex_lock(&cq->lock);
+			bool ready = cq->err_pending || !ring_empty(&cq->q.ring);
+			pthread_mutex_unlock(&cq->lock);
+			if (ready)
+				return 0;
+			if (cxip_dev_dead(cq->dom->dev))
+				return -FI_EIO;
+		}
+		ssize_t r = count ? cq_readfrom(fid, buf, count, src_addr) : -FI_EAGAIN;
 		if (r != -FI_EAGAIN)
 			return r;
 		int wait_ms = timeout < 0 ? 1000 : (int)ms_left(&deadline);

@@ -193,6 +193,8 @@ struct ctl_ep_open_req {
 	uint32_t tx_evq, rx_evq;
 	uint32_t cts[EPC_COUNT];
 	uint32_t flags;            /* enum ep_open_flags */
+	uint32_t pad0;
+	uint64_t caps;             /* the endpoint's FI_* capabilities */
 	uint32_t match_mode;       /* 0 hardware, 1 software, 2 hybrid */
 	uint32_t tx_size, rx_size;
 	uint32_t cq_fill_percent;
@@ -242,6 +244,7 @@ enum mr_reg_flags {
 	MRF_CACHED = 1u << 4,       /* provider key cache: close leaves the memory exposed */
 	MRF_MATCH_EVENTS = 1u << 5,
 	MRF_RMA_EVENT = 1u << 6,    /* count remote accesses in the bound counter */
+	MRF_DOMAIN_KEY = 1u << 7,   /* a domain-scoped MR: the provider chose `key` (a client-style key) */
 };
 
 struct ctl_mr_reg_req {
@@ -256,7 +259,8 @@ struct ctl_mr_reg_req {
 
 struct ctl_mr_reg_rep {
 	uint32_t id;
-	uint32_t pad;
+	uint32_t optimized;
+	uint64_t key;               /* the key remote peers use (provider keys are chosen by the NIC software) */
 };
 
 #endif
