@@ -55,7 +55,10 @@ int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn
 	q->thresh_pct = a->status_thresh_pct;
 	q->notify = a->notify;
 	q->notify_ctx = a->notify_ctx;
-	q->ring = xcalloc(a->slots, sizeof(struct nic_event));
+	/* The ring grows on demand up to `slots`: endpoints size EQs generously (131,072 events by default)
+	 * but rarely hold more than a handful unacked. */
+	q->ring_cap = a->slots < 64 ? a->slots : 64;
+	q->ring = xcalloc(q->ring_cap, sizeof(struct nic_event));
 	*eqn = i;
 	return 0;
 }
@@ -93,7 +96,7 @@ const struct nic_event *nic_eq_peek(struct nic *nic, uint32_t eqn)
 	struct nic_eq *q = nic_eq_lookup(nic, eqn);
 	if (!q || q->rd == q->wr)
 		return NULL;
-	return &q->ring[q->rd % q->slots];
+	return &q->ring[q->rd % q->ring_cap];
 }
 
 void nic_eq_next(struct nic *nic, uint32_t eqn)
@@ -156,6 +159,17 @@ bool nic_eq_has_room(struct nic *nic, uint32_t eqn)
 	return q && eq_used(q) + q->reserved_fc < q->slots;
 }
 
+static void eq_grow(struct nic_eq *q)
+{
+	uint32_t ncap = q->ring_cap * 2 > q->slots ? q->slots : q->ring_cap * 2;
+	struct nic_event *nr = xcalloc(ncap, sizeof(*nr));
+	for (uint64_t i = q->ack; i < q->wr; i++)
+		nr[i % ncap] = q->ring[i % q->ring_cap];
+	free(q->ring);
+	q->ring = nr;
+	q->ring_cap = ncap;
+}
+
 struct evrec {
 	struct nic *nic;
 	uint32_t eqn;
@@ -171,7 +185,9 @@ static void eq_publish(struct sim *sim, void *obj, uint64_t arg)
 	(void)arg;
 	if (q) {
 		q->pending--;
-		q->ring[q->wr % q->slots] = r->ev;
+		if (q->wr - q->ack >= q->ring_cap)
+			eq_grow(q);
+		q->ring[q->wr % q->ring_cap] = r->ev;
 		q->wr++;
 		q->written++;
 		if (q->thresh_pct && !q->above_thresh && eq_used(q) * 100 >= (uint64_t)q->thresh_pct * q->slots) {

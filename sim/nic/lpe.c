@@ -133,7 +133,7 @@ static void hdr_from_pkt(struct nic_le *h, const struct nic_pkt *p)
 static void access_note(struct nic_pte *pte, const struct nic_le *le, uint64_t addr, uint64_t len, bool write)
 {
 	if (pte->access_fn)
-		pte->access_fn(pte->access_ctx, pte->ptn, le, addr, len, write);
+		pte->access_fn(pte->access_ctx, pte->ptn, le->user_ptr, addr, len, write);
 }
 
 static void le_ct(struct nic *nic, const struct nic_le *le, uint64_t bytes, bool ok)

@@ -374,4 +374,11 @@ int nic_le_pool_status(struct nic *nic, unsigned pool_index, struct nic_le_pool_
 /* LEs in use on one PE (all pools). */
 uint32_t nic_pe_le_used(struct nic *nic, unsigned pe);
 
+/* Simulator instrumentation (no hardware equivalent): called for every remote access a PtlTE serves, with
+ * the LE's user_ptr and the host address range touched.  The provider layer uses it to count accesses to
+ * memory that stays exposed after an MR close (provider key cache hazards). */
+typedef void (*nic_access_fn)(void *ctx, uint32_t ptn, uint64_t le_user_ptr, uint64_t addr, uint64_t len,
+			      bool write);
+int nic_pte_set_access_hook(struct nic *nic, uint32_t ptn, nic_access_fn fn, void *ctx);
+
 #endif

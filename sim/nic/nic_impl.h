@@ -84,6 +84,7 @@ struct nic_eq {
 	struct nic_lni *lni;
 	struct nic_event *ring;
 	uint32_t slots, reserved_fc, thresh_pct;
+	uint32_t ring_cap;
 	uint64_t wr, rd, ack; /* monotone counters; slot = counter % slots */
 	uint32_t pending;     /* slots allocated to events still travelling over PCIe */
 	bool above_thresh;
@@ -102,9 +103,6 @@ struct nic_ct {
 	void *ctx;
 };
 
-/* Remote-access observer (simulator instrumentation, no hardware equivalent). */
-typedef void (*nic_access_fn)(void *ctx, uint32_t ptn, const struct nic_le *le, uint64_t addr, uint64_t len,
-			      bool write);
 
 struct nic_pte {
 	bool live;
@@ -307,7 +305,6 @@ void nic_le_list_append(struct nic_le_list *l, struct nic_le *le);
 void nic_le_list_remove(struct nic_le_list *l, struct nic_le *le);
 void nic_le_free(struct nic *nic, struct nic_le *le);
 void nic_ptes_free_lni(struct nic *nic, struct nic_lni *lni);
-void nic_pte_set_access_hook(struct nic *nic, uint32_t ptn, nic_access_fn fn, void *ctx);
 
 /* lpe.c: list processing engine */
 void nic_pe_submit(struct nic *nic, unsigned pe, struct nic_work *w);

@@ -344,11 +344,12 @@ int nic_pte_transition_sm(struct nic_lni *lni, uint32_t ptn, uint32_t drop_count
 	return 0;
 }
 
-void nic_pte_set_access_hook(struct nic *nic, uint32_t ptn, nic_access_fn fn, void *ctx)
+int nic_pte_set_access_hook(struct nic *nic, uint32_t ptn, nic_access_fn fn, void *ctx)
 {
-	struct nic_pte *p = nic_pte_lookup(nic, ptn);
-	if (p) {
-		p->access_fn = fn;
-		p->access_ctx = ctx;
-	}
+	struct nic_pte *p = nic ? nic_pte_lookup(nic, ptn) : NULL;
+	if (!p)
+		return -ENOENT;
+	p->access_fn = fn;
+	p->access_ctx = ctx;
+	return 0;
 }

@@ -92,8 +92,11 @@ void sw_env_defaults(struct sw_env *e);
  * environment).  Returns 0, or -FI_EINVAL naming the bad variable in *bad. */
 int sw_env_parse(struct sw_env *e, const char *(*getenv_fn)(void *ctx, const char *name), void *ctx,
 		 const char **bad);
-/* Override from a scenario section (keys are the variable names without FI_CXI_, lower case). */
+/* Override from a scenario section (keys are the variable names without FI_CXI_, lower case, e.g.
+ * rx_match_mode: hybrid, rdzv_threshold: 8192). */
 void sw_env_from_cfg(struct sw_env *e, const struct cfg *c);
+/* The scenario-wide defaults: sw_env_defaults() overridden by the "cxi" section, if any. */
+void sw_env_scenario(struct sim *sim, struct sw_env *e);
 
 /* A peer: NIC address, pid and the VNI to use (cxisim's resolved fi_addr). */
 struct sw_addr {
@@ -138,6 +141,11 @@ struct sw_ep_attr {
 	void *mem_ctx;
 	sw_comp_fn comp;             /* TX and RX completions */
 	void *comp_ctx;
+	/* A condition the real provider treats as fatal (RXC_FATAL / CXIP_FATAL, e.g. flow control while in
+	 * flow control in hardware match mode, or a hardware EQ overflow).  The endpoint stops; the message is
+	 * the upstream one.  NULL: print it on stderr and stop the simulation (sim_stop). */
+	void (*on_fatal)(void *ctx, struct sw_ep *ep, const char *msg);
+	void *fatal_ctx;
 };
 void sw_ep_attr_defaults(struct sw_ep_attr *a);
 
@@ -147,6 +155,11 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 void sw_ep_close(struct sw_ep *ep);
 struct sw_addr sw_ep_addr(const struct sw_ep *ep);
 enum sw_rxc_state sw_ep_rxc_state(const struct sw_ep *ep);
+/* The fatal message if the endpoint hit a fatal condition, else NULL. */
+const char *sw_ep_fatal(const struct sw_ep *ep);
+/* Objects for inspection (tests, telemetry): the receive PtlTE and the NIC. */
+uint32_t sw_ep_rx_ptn(const struct sw_ep *ep);
+struct nic *sw_ep_nic(const struct sw_ep *ep);
 /* SW_PROGRESS_MANUAL: process pending events now (fi_cq_read's progress). */
 void sw_ep_progress(struct sw_ep *ep);
 /* fi_set_val(FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME) */
