@@ -12,7 +12,11 @@ DAEMON := $(BUILD)/bin/cxisimd
 PROV_PROG_SRCS := $(wildcard tests/progs/provider/*.c)
 PROV_PROGS := $(PROV_PROG_SRCS:tests/progs/provider/%.c=$(BUILD)/tests/provider/%)
 
-ALL_TARGETS += $(PROV_LIB) $(DAEMON) $(PROV_PROGS)
+ALL_TARGETS += $(PROV_LIB) $(PROV_PROGS)
+# The daemon needs the NIC model's software layer (sim/nic/sw_*.c).
+ifneq ($(wildcard sim/nic/sw_ep.c),)
+ALL_TARGETS += $(DAEMON)
+endif
 
 $(BUILD)/obj/pic/%.o: %.c
 	@mkdir -p $(@D)

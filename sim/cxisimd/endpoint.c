@@ -5,6 +5,7 @@
  * no message data itself: the NIC model's DMA engine reads and writes the process's memory through
  * host.c when it executes the operation. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -399,6 +400,21 @@ static struct dqueue *find_queue(struct client *c, uint32_t id, uint32_t kind)
 	return q && q->kind == kind ? q : NULL;
 }
 
+/* A condition the real provider treats as fatal: the endpoint stops, the process gets one error event
+ * (FI_EIO) and further commands are ignored; the daemon and the other endpoints go on. */
+static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
+{
+	struct dep *ep = ctx;
+	(void)sw;
+	if (ep->fatal)
+		return;
+	ep->fatal = true;
+	if (!ep->o.c->d->quiet)
+		fprintf(stderr, "cxisimd: client %u endpoint %u: fatal: %s\n", ep->o.c->id, ep->o.id, msg);
+	struct sw_comp c = { .err = FI_EIO, .flags = FI_RECV };
+	post_event(ep, ep->rxq ? ep->rxq : ep->txq, 0, &c);
+}
+
 int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_open_rep *rep)
 {
 	struct daemon *d = c->d;
@@ -441,6 +457,8 @@ int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_o
 	a.mem_ctx = c;
 	a.comp = on_comp;
 	a.comp_ctx = ep;
+	a.on_fatal = on_fatal;
+	a.fatal_ctx = ep;
 	int ret = sw_ep_open(nic, &a, &ep->sw);
 	if (ret) {
 		free(ep);
