@@ -149,6 +149,9 @@ struct t_ep {
 	size_t namelen;
 };
 
+/* The fabric that fi_trywait goes through (set by t_open). */
+static struct fid_fabric *t_fabric_of_cq;
+
 static inline struct fi_info *t_hints(uint64_t caps)
 {
 	struct fi_info *h = fi_allocinfo();
@@ -219,9 +222,6 @@ static inline fi_addr_t t_insert(struct t_ep *t, const void *name)
 	}
 	return a;
 }
-
-/* The fabric that fi_trywait goes through (set by t_open). */
-static struct fid_fabric *t_fabric_of_cq;
 
 /* Wait for one completion.  Returns 1 with *e filled, 0 on an error completion (*err filled), or
  * -FI_ETIMEDOUT. */
