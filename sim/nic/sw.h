@@ -187,9 +187,12 @@ int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, ui
  * -FI_EKEYREJECTED (key >= 2^32), -FI_ENOKEY (duplicate). */
 struct sw_mr;
 typedef void (*sw_mr_done_fn)(void *ctx, struct sw_mr *mr, int ret);
+/* sw_mr_reg flags: ask for a provider key (the domain's FI_MR_PROV_KEY mode) instead of requested_key. */
+#define SW_MR_PROV_KEY (1ULL << 60)
 int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uint64_t requested_key,
 	      uint64_t flags, sw_mr_done_fn done, void *ctx, struct sw_mr **out);
 int sw_mr_close(struct sw_mr *mr, sw_mr_done_fn done, void *ctx);
+/* The MR's object stays valid until its close completes (done called); then it is freed. */
 uint64_t sw_mr_key(const struct sw_mr *mr);
 bool sw_mr_is_optimized(const struct sw_mr *mr);
 

@@ -102,6 +102,7 @@ struct sw_rmsg {
 	uint8_t events, needed;
 	uint8_t rc;
 	bool sw_get_pending;
+	struct sw_rmsg *wait_next;
 	uint32_t eager;
 	uint64_t remote_offset;
 };
@@ -168,7 +169,8 @@ struct sw_ctrl_msg {
 	uint32_t drops;
 	uint32_t retries;
 	struct sw_fc_peer *peer; /* FC_NOTIFY: the peer it reports for */
-	bool done;
+	bool in_list;
+	sim_timer retry;
 };
 
 struct sw_rma {
@@ -250,6 +252,7 @@ struct sw_ep {
 	struct sw_ctrl_msg *ctrl_msgs;
 	uint64_t rnr_max_us;
 	struct sw_req_list rnr_wait;
+	sim_timer rnr_append_timer;
 
 	/* MRs */
 	struct sw_mr *mrs;
@@ -310,6 +313,11 @@ int sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, u
 		 uint64_t local, uint32_t len, void *user_ptr, uint32_t index, uint32_t flags);
 
 /* sw_rnr.c */
+void sw_rnr_append_retry(struct sw_ep *ep);
+void sw_rnr_fini(struct sw_ep *ep);
+void sw_rxc_replay(struct sw_ep *ep);
+int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r);
+void sw_txc_report_send(struct sw_ep *ep, struct sw_req *r, uint8_t rc);
 int sw_rnr_rxc_init(struct sw_ep *ep);
 int sw_rnr_send(struct sw_ep *ep, struct sw_req *r);
 void sw_rnr_ack(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev);
