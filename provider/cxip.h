@@ -219,6 +219,7 @@ struct cxip_domain {
 	pthread_mutex_t lock;
 	struct cxip_ep *eps;       /* enabled endpoints (for domain-scoped MRs) */
 	struct cxip_mr *mrs;       /* MRs not bound to an endpoint (no FI_MR_ENDPOINT) */
+	struct cxip_mr *all_mrs;   /* every open MR (client key uniqueness) */
 	uint32_t next_prov_key_id;
 	struct fi_info *info;
 };
@@ -315,6 +316,7 @@ struct cxip_mr {
 	bool enabled;
 	uint32_t id;             /* daemon object */
 	struct cxip_mr *next;    /* domain list of unbound MRs */
+	struct cxip_mr *all_next; /* domain list of every MR */
 };
 
 /* Endpoint statistics kept in shared memory by the daemon's software layer are copied on request. */

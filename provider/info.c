@@ -18,7 +18,7 @@ static const struct fi_tx_attr tx_attr_tmpl = {
 	.op_flags = CXIP_TX_OP_FLAGS,
 	.msg_order = CXIP_MSG_ORDER,
 	.inject_size = CXIP_INJECT_SIZE,
-	.size = CXIP_MAX_TX_SIZE,
+	.size = CXIP_DEFAULT_TX_SIZE,
 	.iov_limit = 1,
 	.rma_iov_limit = 1,
 };
@@ -27,7 +27,7 @@ static const struct fi_rx_attr rx_attr_tmpl = {
 	.caps = CXIP_EP_CAPS & ~CXIP_RX_IGNORED_CAPS,
 	.op_flags = CXIP_RX_OP_FLAGS,
 	.msg_order = CXIP_MSG_ORDER,
-	.size = CXIP_MAX_RX_SIZE,
+	.size = CXIP_DEFAULT_RX_SIZE,
 	.iov_limit = 1,
 };
 
@@ -338,7 +338,7 @@ static bool rx_ok(const struct fi_info *prov, const struct fi_rx_attr *u, uint64
 	return !((u->caps & ~CXIP_RX_IGNORED_CAPS) & ~p->caps) && (mode & p->mode) == p->mode &&
 	       !(u->op_flags & ~p->op_flags) && !(u->msg_order & ~p->msg_order) &&
 	       !(u->comp_order & ~p->comp_order) && u->total_buffered_recv <= p->total_buffered_recv &&
-	       u->size <= p->size && u->iov_limit <= p->iov_limit;
+	       u->size <= CXIP_MAX_RX_SIZE && u->iov_limit <= p->iov_limit;
 }
 
 static bool tx_ok(const struct fi_info *prov, const struct fi_tx_attr *u, uint64_t mode)
@@ -347,7 +347,7 @@ static bool tx_ok(const struct fi_info *prov, const struct fi_tx_attr *u, uint64
 	mode = u->mode ? u->mode : mode;
 	return !((u->caps & ~CXIP_TX_IGNORED_CAPS) & ~p->caps) && (mode & p->mode) == p->mode &&
 	       !(u->op_flags & ~p->op_flags) && !(u->msg_order & ~p->msg_order) &&
-	       !(u->comp_order & ~p->comp_order) && u->inject_size <= p->inject_size && u->size <= p->size &&
+	       !(u->comp_order & ~p->comp_order) && u->inject_size <= p->inject_size && u->size <= CXIP_MAX_TX_SIZE &&
 	       u->iov_limit <= p->iov_limit && u->rma_iov_limit <= p->rma_iov_limit;
 }
 

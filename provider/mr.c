@@ -159,6 +159,11 @@ static int mr_close(struct fid *fid)
 			*q = mr->next;
 			break;
 		}
+	for (struct cxip_mr **q = &dom->all_mrs; *q; q = &(*q)->all_next)
+		if (*q == mr) {
+			*q = mr->all_next;
+			break;
+		}
 	pthread_mutex_unlock(&dom->lock);
 	/* The daemon waits for pending accesses when match events are on, and keeps a cached MR's memory
 	 * exposed: both are NIC-side behaviour. */
@@ -182,13 +187,9 @@ static struct fi_ops mr_fid_ops = {
 
 static bool key_in_use(struct cxip_domain *dom, uint64_t key)
 {
-	for (struct cxip_mr *m = dom->mrs; m; m = m->next)
+	for (struct cxip_mr *m = dom->all_mrs; m; m = m->all_next)
 		if (m->key == key)
 			return true;
-	for (struct cxip_ep *ep = dom->eps; ep; ep = ep->dom_next)
-		for (struct cxip_mr *m = ep->mrs; m; m = ((struct cxip_mr_priv *)m)->ep_next)
-			if (m->key == key)
-				return true;
 	return false;
 }
 
@@ -259,6 +260,8 @@ static int mr_create(struct cxip_domain *dom, const void *buf, size_t len, uint6
 			}
 		}
 	}
+	mr->all_next = dom->all_mrs;
+	dom->all_mrs = mr;
 	pthread_mutex_unlock(&dom->lock);
 	atomic_fetch_add(&dom->ref, 1);
 	*out = &mr->mr_fid;

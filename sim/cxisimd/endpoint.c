@@ -461,6 +461,9 @@ int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_o
 	a.fatal_ctx = ep;
 	int ret = sw_ep_open(nic, &a, &ep->sw);
 	if (ret) {
+		if (!d->quiet)
+			fprintf(stderr, "cxisimd: client %u: endpoint on NIC %u pid %u svc %u vni %u: %s\n", c->id, addr,
+				req->pid, req->svc_id, req->vnis[0], strerror(-ret));
 		free(ep);
 		return ret;
 	}

@@ -407,8 +407,10 @@ static void handle_request(struct client *c, const char *buf, size_t n)
 		NEED(struct ctl_mr_reg_req);
 		bool deferred = false;
 		ret = mr_reg(c, h.seq, (const void *)body, &deferred);
-		if (deferred)
+		if (deferred) {
+			clock_step(d); /* the registration completes after its modelled cost */
 			return;
+		}
 		break;
 	}
 	case CTL_OBJ_CLOSE: {
@@ -419,8 +421,10 @@ static void handle_request(struct client *c, const char *buf, size_t n)
 			if (x->id == r->id)
 				o = x;
 		ret = o ? obj_close(c, o, h.seq) : -ENOENT;
-		if (ret == 1)
+		if (ret == 1) {
+			clock_step(d);
 			return;
+		}
 		break;
 	}
 	case CTL_STATUS:
