@@ -453,7 +453,7 @@ int cxip_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_
 		return -FI_EINVAL;
 	if (attr->flags & FI_EVENT)
 		return -FI_ENOSYS;
-	if ((attr->flags & FI_AV_USER_ID) && !(dom->caps & FI_AV_USER_ID))
+	if ((attr->flags & FI_AV_USER_ID) && !((dom->caps | dom->info->domain_attr->caps) & FI_AV_USER_ID))
 		return -FI_EINVAL;
 	struct cxip_av *av = calloc(1, sizeof(*av));
 	if (!av)

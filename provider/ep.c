@@ -223,6 +223,7 @@ static int ep_enable(struct cxip_ep *ep)
 	for (int i = 0; i < EPC_COUNT; i++)
 		req.cts[i] = cts[i] ? cts[i]->id : 0;
 	req.flags = open_flags(ep);
+	req.caps = ep->caps;
 	int ret = cxip_queue_open(dom->dev, QUEUE_CMD, ring_slots_for(ep->tx_size + ep->rx_size), &ep->cmdq);
 	if (ret)
 		return ret;
@@ -377,8 +378,10 @@ static int ep_setopt(struct fid *fid, int level, int optname, const void *optval
 		size_t v = *(const size_t *)optval;
 		if (v > CXIP_EP_MAX_MULTI_RECV)
 			return -FI_EINVAL;
+		if (ep->enabled)
+			return -FI_EOPBADSTATE; /* the NIC software layer takes it when the endpoint is enabled */
 		ep->min_multi_recv = v;
-		return ep->enabled ? ep_ctrl(ep, EPCTRL_MIN_MULTI_RECV, v, NULL, 0) : 0;
+		return 0;
 	}
 	default:
 		return -FI_ENOPROTOOPT;

@@ -10,9 +10,6 @@
 
 #include "cxip.h"
 
-#define PROV_KEY_MARK (1ULL << 63)
-#define PROV_KEY_OPT (1ULL << 62)
-#define PROV_KEY_CACHED (1ULL << 61)
 
 struct mr_binding {
 	struct cxip_ep *ep;
@@ -43,10 +40,6 @@ static uint32_t mr_flags(const struct cxip_mr *mr)
 		f |= MRF_REMOTE_WRITE;
 	if (mr->prov_key) {
 		f |= MRF_PROV_KEY;
-		if (mr->key & PROV_KEY_OPT)
-			f |= MRF_OPTIMIZED;
-		if (mr->key & PROV_KEY_CACHED)
-			f |= MRF_CACHED;
 	} else if (mr->dom->optimized_mrs && mr->key < CXIP_OPT_MR_KEY_MAX) {
 		f |= MRF_OPTIMIZED;
 	}
@@ -70,10 +63,17 @@ int cxip_mr_enable_on(struct cxip_mr *mr, struct cxip_ep *ep)
 		.len = mr->len,
 		.ct = mr->cntr ? mr->cntr->id : 0,
 	};
+	if (!(mr->dom->mr_mode & FI_MR_ENDPOINT))
+		req.flags |= MRF_DOMAIN_KEY;
 	struct ctl_mr_reg_rep rep;
 	int ret = cxip_dev_call(mr->dom->dev, CTL_MR_REG, &req, sizeof(req), &rep, sizeof(rep), NULL, NULL);
 	if (ret)
 		return ret;
+	if (mr->prov_key && (mr->dom->mr_mode & FI_MR_ENDPOINT)) {
+		/* Provider keys are chosen by the NIC software layer when the MR is enabled. */
+		mr->key = rep.key;
+		mr->mr_fid.key = rep.key;
+	}
 	p->b[p->nb].ep = ep;
 	p->b[p->nb].id = rep.id;
 	p->nb++;
@@ -222,14 +222,16 @@ static int mr_create(struct cxip_domain *dom, const void *buf, size_t len, uint6
 	mr->flags = flags;
 	mr->prov_key = prov;
 	pthread_mutex_lock(&dom->lock);
-	if (prov) {
-		uint32_t id = dom->next_prov_key_id++;
-		uint64_t gen = (dom->next_prov_key_id / 65536u) & 0xffff;
-		mr->key = PROV_KEY_MARK | ((gen & 0xffff) << 32) | id;
-		if (dom->optimized_mrs && id < CXIP_OPT_PROV_KEY_IDS)
-			mr->key |= PROV_KEY_OPT;
-		if (dom->prov_key_cache)
-			mr->key |= PROV_KEY_CACHED;
+	if (prov && (dom->mr_mode & FI_MR_ENDPOINT)) {
+		mr->key = FI_KEY_NOTAVAIL; /* known once enabled */
+	} else if (prov) {
+		/* Domain-scoped MRs live on every endpoint under one key: the provider picks it, unique in the
+		 * domain, and registers it as a 4-byte key on each endpoint. */
+		uint32_t id;
+		do
+			id = dom->next_prov_key_id++;
+		while (key_in_use(dom, id));
+		mr->key = id;
 	} else {
 		if (key_in_use(dom, requested_key)) {
 			pthread_mutex_unlock(&dom->lock);

@@ -198,7 +198,9 @@ void ct_add(struct dct *ct, bool failure, uint64_t n);
 
 /* host.c */
 extern const struct nic_mem_ops host_mem_ops;
-#define HOST_DAEMON_ADDR (1ULL << 63) /* marks an address in the daemon's own memory (inject payloads) */
+/* Marks an address in the daemon's own memory (inject payloads).  Bit 63 belongs to the software layer's
+ * private memory (sw_impl.h), user addresses stay below 2^57. */
+#define HOST_DAEMON_ADDR (1ULL << 62)
 
 /* clock.c */
 void clock_init(struct daemon *d);

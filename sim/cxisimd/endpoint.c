@@ -584,7 +584,7 @@ int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, boo
 	if (req->flags & MRF_REMOTE_WRITE)
 		access |= FI_REMOTE_WRITE;
 	if ((req->flags & MRF_PROV_KEY) && !(req->flags & MRF_DOMAIN_KEY))
-		flags |= FI_MR_PROV_KEY;
+		flags |= SW_MR_PROV_KEY;
 	if (req->flags & MRF_RMA_EVENT)
 		flags |= FI_RMA_EVENT;
 	struct dmr *mr = xcalloc(1, sizeof(*mr));

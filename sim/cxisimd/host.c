@@ -12,17 +12,21 @@
 
 #include "daemon.h"
 
+#define USER_ADDR_END (1ULL << 57)
+
 static int host_read(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	struct client *c = ctx;
 	if (!len)
 		return 0;
-	if (addr & HOST_DAEMON_ADDR) {
+	if ((addr >> 62) == 1) {
 		memcpy(dst, (const void *)(uintptr_t)(addr & ~HOST_DAEMON_ADDR), len);
 		return 0;
 	}
 	if (c->dead)
 		return -ESRCH;
+	if (addr >= USER_ADDR_END)
+		return -EFAULT;
 	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
 	ssize_t n = process_vm_readv(c->pid, &local, 1, &remote, 1, 0);
 	if (n != (ssize_t)len) {
@@ -38,7 +42,7 @@ static int host_write(void *ctx, uint64_t addr, const void *src, size_t len)
 	struct client *c = ctx;
 	if (!len)
 		return 0;
-	if (addr & HOST_DAEMON_ADDR)
+	if (addr >= USER_ADDR_END)
 		return -EFAULT; /* the NIC never writes into a command's payload */
 	if (c->dead)
 		return -ESRCH;

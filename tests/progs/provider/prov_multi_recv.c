@@ -48,9 +48,16 @@ int main(void)
 	struct t_chan c = t_link_a(&l);
 	t_who = "receiver";
 	struct t_ep t;
-	t_open(&t, FI_MSG | FI_MULTI_RECV | FI_SOURCE);
+	struct fi_info *h = t_hints(FI_MSG | FI_MULTI_RECV);
+	t_open_with(&t, h, NULL, false);
+	fi_freeinfo(h);
 	size_t mf = MIN_FREE;
 	T_OK(fi_setopt(&t.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &mf, sizeof(mf)));
+	T_OK(fi_enable(t.ep));
+	t.namelen = 8;
+	T_OK(fi_getname(&t.ep->fid, t.name, &t.namelen));
+	T_CHECK(fi_setopt(&t.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &mf, sizeof(mf)) == -FI_EOPBADSTATE,
+		"FI_OPT_MIN_MULTI_RECV after enable: -FI_EOPBADSTATE");
 	/* Two buffers with guard bands that must stay untouched. */
 	char *mem = malloc(2 * (BUFSZ + 2 * GUARD));
 	memset(mem, 0xee, 2 * (BUFSZ + 2 * GUARD));
