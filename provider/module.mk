@@ -9,10 +9,14 @@ DAEMON_SRCS := $(wildcard sim/cxisimd/*.c)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/obj/%.o)
 DAEMON := $(BUILD)/bin/cxisimd
 
-PROV_PROG_SRCS := $(wildcard tests/progs/provider/*.c)
+PROV_PROG_SRCS := $(wildcard tests/progs/provider/prov_*.c)
 PROV_PROGS := $(PROV_PROG_SRCS:tests/progs/provider/%.c=$(BUILD)/tests/provider/%)
+# MPI test programs (Open MPI's mpicc from libopenmpi-dev).
+MPI_PROG_SRCS := $(wildcard tests/progs/provider/mpi_*.c)
+MPI_PROGS := $(MPI_PROG_SRCS:tests/progs/provider/%.c=$(BUILD)/tests/provider/%)
+MPICC ?= mpicc
 
-ALL_TARGETS += $(PROV_LIB) $(PROV_PROGS)
+ALL_TARGETS += $(PROV_LIB) $(PROV_PROGS) $(MPI_PROGS)
 # The daemon needs the NIC model's software layer (sim/nic/sw_*.c).
 ifneq ($(wildcard sim/nic/sw_ep.c),)
 ALL_TARGETS += $(DAEMON)
@@ -34,6 +38,10 @@ $(DAEMON): $(DAEMON_OBJS) $(SIM_OBJS)
 $(BUILD)/tests/provider/%: tests/progs/provider/%.c tests/progs/provider/common.h $(PROV_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Iprovider -o $@ $< $(LDFLAGS) -lfabric -lpthread
+
+$(BUILD)/tests/provider/mpi_%: tests/progs/provider/mpi_%.c
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS) -o $@ $< $(LDFLAGS)
 
 .PHONY: provider
 provider: $(PROV_LIB) $(DAEMON) $(PROV_PROGS)

@@ -103,6 +103,7 @@ struct dep {
 	struct dop *ops;      /* live operations (doubly linked) */
 	uint64_t nops;
 	bool fatal;
+	struct peek_state *peek; /* peek.c: messages taken by FI_PEEK */
 };
 
 struct dmr {
@@ -121,7 +122,10 @@ struct dop {
 	uint64_t context;     /* provider's context, echoed in events */
 	uint32_t cflags;      /* enum cxs_cmd_flags of the command */
 	uint16_t op;          /* enum cxs_cmd_op */
+	bool peek;            /* a peek receive (peek.c) */
 	uint16_t payload_len;
+	uint64_t tag, ignore; /* peek: the match it asked for */
+	uint32_t peer;
 	unsigned char payload[192]; /* inject payload of an RMA write (the NIC reads it like IDC data) */
 };
 
@@ -195,6 +199,20 @@ int mr_close(struct dmr *mr, uint32_t seq, bool *deferred);
 void mr_abandon(struct dmr *mr);
 void queue_flush_backlog(struct dqueue *q);
 void ct_add(struct dct *ct, bool failure, uint64_t n);
+
+/* endpoint.c helpers for peek.c */
+struct dop *ep_op_new(struct dep *ep, const struct cxs_cmd *cmd);
+void ep_op_free(struct dop *op);
+/* A receive-side completion of a command (counts the receive counter, honours selective completion). */
+void ep_post_comp(struct dep *ep, uint64_t context, uint32_t cflags, const struct sw_comp *c);
+
+/* peek.c */
+struct peek_state;
+int peek_start(struct dep *ep, const struct cxs_cmd *cmd);
+bool peek_take(struct dep *ep, const struct cxs_cmd *cmd);
+void peek_done(struct dep *ep, struct dop *op, const struct sw_comp *c);
+bool peek_bounce_range(struct dep *ep, uint64_t addr, size_t len);
+void peek_free(struct dep *ep);
 
 /* host.c */
 extern const struct nic_mem_ops host_mem_ops;

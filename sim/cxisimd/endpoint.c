@@ -96,11 +96,13 @@ static void evq_post(struct dqueue *q, const void *data, uint16_t nslots)
 
 /* ---- operations ---- */
 
-static struct dop *op_new(struct dep *ep, const struct cxs_cmd *cmd)
+struct dop *ep_op_new(struct dep *ep, const struct cxs_cmd *cmd)
 {
 	struct daemon *d = ep->o.c->d;
 	struct dop *op = pool_get(&d->op_pool);
 	memset(op, 0, offsetof(struct dop, payload));
+	op->tag = op->ignore = 0;
+	op->peer = 0;
 	op->ep = ep;
 	op->context = cmd->context;
 	op->cflags = cmd->flags;
@@ -113,7 +115,7 @@ static struct dop *op_new(struct dep *ep, const struct cxs_cmd *cmd)
 	return op;
 }
 
-static void op_free(struct dop *op)
+void ep_op_free(struct dop *op)
 {
 	struct dep *ep = op->ep;
 	if (op->prev)
@@ -184,6 +186,11 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 	(void)sw;
 	struct dop *op = c->op_context;
 	bool fail = c->err != 0;
+	if (op && op->peek) {
+		peek_done(ep, op, c);
+		ep_op_free(op);
+		return;
+	}
 	if (op) {
 		struct dct *ct = NULL;
 		struct dqueue *q = ep->txq;
@@ -198,7 +205,7 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 			post_event(ep, q, op->context, c);
 		bool last = op->op != CXS_CMD_RECV || !(op->cflags & CXS_F_MULTI_RECV) || (c->flags & FI_MULTI_RECV);
 		if (last)
-			op_free(op);
+			ep_op_free(op);
 		return;
 	}
 	/* Target side of a remote operation. */
@@ -208,6 +215,13 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 		ct_add(ep->cts[EPC_REM_READ], fail, 1);
 	if ((c->flags & FI_REMOTE_CQ_DATA) || fail || (ep->flags & EPF_REMOTE_ACCESS && (c->flags & FI_RMA_EVENT)))
 		post_event(ep, ep->rxq, 0, c);
+}
+
+void ep_post_comp(struct dep *ep, uint64_t context, uint32_t cflags, const struct sw_comp *c)
+{
+	ct_add(ep->cts[EPC_RECV], c->err != 0, 1);
+	if (c->err || (cflags & CXS_F_COMPLETION))
+		post_event(ep, ep->rxq, context, c);
 }
 
 /* A failed command: complete it with an error at once. */
@@ -266,21 +280,31 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 			inl = raw + sizeof(*cmd);
 			flags |= FI_INJECT;
 		}
-		struct dop *op = op_new(ep, cmd);
+		struct dop *op = ep_op_new(ep, cmd);
 		ret = sw_send(ep->sw, cmd->addr, cmd->len, inl, peer_addr(cmd), cmd->tag, cmd->aux, flags, op);
 		if (ret)
-			op_free(op);
+			ep_op_free(op);
 		break;
 	}
 	case CXS_CMD_RECV: {
+		if (cmd->flags & CXS_F_PEEK) {
+			ret = (cmd->flags & CXS_F_TAGGED) ? peek_start(ep, cmd) : -FI_EINVAL;
+			break;
+		}
+		if (peek_take(ep, cmd))
+			return 0;
+		if (cmd->flags & CXS_F_CLAIM) {
+			ret = -FI_EINVAL; /* no message was claimed with this context */
+			break;
+		}
 		struct sw_addr src = peer_addr(cmd);
 		if (cmd->flags & CXS_F_MULTI_RECV)
 			flags |= FI_MULTI_RECV;
-		struct dop *op = op_new(ep, cmd);
+		struct dop *op = ep_op_new(ep, cmd);
 		ret = sw_recv(ep->sw, cmd->addr, cmd->len, (cmd->flags & CXS_F_DIRECTED) ? &src : NULL, cmd->tag, cmd->aux,
 			      flags, op);
 		if (ret)
-			op_free(op);
+			ep_op_free(op);
 		break;
 	}
 	case CXS_CMD_WRITE:
@@ -292,11 +316,11 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 		}
 		uint64_t data;
 		memcpy(&data, raw + RING_SLOT, sizeof(data));
-		struct dop *op = op_new(ep, cmd);
+		struct dop *op = ep_op_new(ep, cmd);
 		uint64_t buf = cmd->addr;
 		if (cmd->op == CXS_CMD_WRITE && (cmd->flags & CXS_F_INJECT)) {
 			if (cmd->len > sizeof(op->payload) || 2 * RING_SLOT + cmd->len > have) {
-				op_free(op);
+				ep_op_free(op);
 				(*d->st_bad_cmds)++;
 				fail_cmd(ep, cmd, EINVAL);
 				return 0;
@@ -311,7 +335,7 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 		else
 			ret = sw_read(ep->sw, buf, cmd->len, peer_addr(cmd), cmd->aux, cmd->tag, flags, op);
 		if (ret)
-			op_free(op);
+			ep_op_free(op);
 		break;
 	}
 	case CXS_CMD_CANCEL: {
@@ -336,9 +360,27 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 	return 0;
 }
 
+static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
+{
+	struct dep *ep = ctx;
+	(void)sw;
+	if (ep->fatal)
+		return;
+	ep->fatal = true;
+	if (!ep->o.c->d->quiet)
+		fprintf(stderr, "cxisimd: client %u endpoint %u: fatal: %s\n", ep->o.c->id, ep->o.id, msg);
+	/* Every operation in flight fails with FI_EIO; later commands fail the same way (ep_drain_cmdq). */
+	while (ep->ops) {
+		struct dop *op = ep->ops;
+		struct sw_comp c = { .err = FI_EIO, .flags = op->op == CXS_CMD_RECV ? FI_RECV : FI_SEND };
+		post_event(ep, op->op == CXS_CMD_RECV ? ep->rxq : ep->txq, op->context, &c);
+		ep_op_free(op);
+	}
+}
+
 void ep_drain_cmdq(struct dep *ep)
 {
-	if (!ep->cmdq || ep->fatal)
+	if (!ep->cmdq)
 		return;
 	unsigned char raw[MAX_CMD_BYTES];
 	for (;;) {
@@ -351,9 +393,16 @@ void ep_drain_cmdq(struct dep *ep)
 		}
 		if (r == RING_CORRUPT) {
 			/* A process that corrupts its own queue loses its endpoint, nothing else. */
-			ep->fatal = true;
 			(*ep->o.c->d->st_bad_cmds)++;
+			on_fatal(ep, ep->sw, "corrupt command queue");
 			return;
+		}
+		if (ep->fatal) {
+			const struct cxs_cmd *cmd = (const void *)raw;
+			if (cmd->op != CXS_CMD_CANCEL && cmd->op != CXS_CMD_NOOP)
+				fail_cmd(ep, cmd, FI_EIO);
+			ring_retire(&ep->cmdq->ring, ns);
+			continue;
 		}
 		if (exec_cmd(ep, raw, ns) == -EAGAIN) {
 			/* Keep the command; the step timer retries it once the NIC has drained. */
@@ -402,19 +451,6 @@ static struct dqueue *find_queue(struct client *c, uint32_t id, uint32_t kind)
 
 /* A condition the real provider treats as fatal: the endpoint stops, the process gets one error event
  * (FI_EIO) and further commands are ignored; the daemon and the other endpoints go on. */
-static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
-{
-	struct dep *ep = ctx;
-	(void)sw;
-	if (ep->fatal)
-		return;
-	ep->fatal = true;
-	if (!ep->o.c->d->quiet)
-		fprintf(stderr, "cxisimd: client %u endpoint %u: fatal: %s\n", ep->o.c->id, ep->o.id, msg);
-	struct sw_comp c = { .err = FI_EIO, .flags = FI_RECV };
-	post_event(ep, ep->rxq ? ep->rxq : ep->txq, 0, &c);
-}
-
 int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_open_rep *rep)
 {
 	struct daemon *d = c->d;
@@ -495,8 +531,9 @@ void ep_close(struct dep *ep)
 	/* Closing the software endpoint frees its PtlTEs, LEs and queues on the NIC; operations still in flight
 	 * are abandoned (their completions would have nowhere to go). */
 	sw_ep_close(ep->sw);
+	peek_free(ep);
 	while (ep->ops)
-		op_free(ep->ops);
+		ep_op_free(ep->ops);
 	if (ep->cmdq)
 		ep->cmdq->ep = NULL;
 	if (ep->txq)
