@@ -31,11 +31,14 @@ def base_env():
     return env
 
 
-def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None):
-    """Run CMD (list) under `cxisim exec`; returns CompletedProcess (stdout+stderr text)."""
+def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None):
+    """Run CMD (list) under `cxisim exec`; returns CompletedProcess (stdout+stderr text).  With `out`, the
+    daemon writes its metrics there."""
     args = [sys.executable, CXISIM, "exec"]
     if scenario:
         args += ["--scenario", scenario]
+    if out:
+        args += ["--out", str(out)]
     for k, v in (sets or {}).items():
         args += ["--set", f"{k}={v}"]
     args += ["--", *cmd]
