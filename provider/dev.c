@@ -440,6 +440,7 @@ void cxip_dev_fini(void)
 	pthread_mutex_unlock(&dev_lock);
 	if (!dev || dev_owner_pid != getpid())
 		return;
+	cxip_dev_call(dev, CTL_DETACH, NULL, 0, NULL, 0, NULL, NULL);
 	char c = 0;
 	ssize_t r = write(dev->wake_pipe[1], &c, 1);
 	(void)r;

@@ -141,6 +141,7 @@ struct client {
 	int32_t rank;
 	char progname[64];
 	bool attached;
+	bool detached;        /* said goodbye: its socket closing is not a death */
 	bool dead;
 	struct pcb_shm *pcb;
 	size_t pcb_len;

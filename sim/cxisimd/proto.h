@@ -47,6 +47,7 @@ enum ctl_op {
 	CTL_SHUTDOWN,    /* ask a private daemon to exit when idle */
 	CTL_CT_SET,      /* fi_cntr_set / fi_cntr_add on a counter */
 	CTL_EP_CTRL,     /* per-endpoint settings after open (e.g. RNR timeout) */
+	CTL_DETACH,      /* clean goodbye (libfabric's cleanup); a socket that closes without it is a death */
 	CTL_OP_MAX
 };
 

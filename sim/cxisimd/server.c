@@ -309,7 +309,9 @@ static size_t status_json(struct daemon *d, char *buf, size_t len)
 	size_t n = 0;
 #define P(...) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__)
 	uint64_t eps = 0, mrs = 0, queues = 0, cts = 0, ops = 0;
-	for (struct client *c = d->clients; c; c = c->next)
+	uint32_t attached = 0;
+	for (struct client *c = d->clients; c; c = c->next) {
+		attached += c->attached;
 		for (struct obj *o = c->objs; o; o = o->next) {
 			eps += o->kind == OBJ_EP;
 			mrs += o->kind == OBJ_MR;
@@ -318,18 +320,24 @@ static size_t status_json(struct daemon *d, char *buf, size_t len)
 			if (o->kind == OBJ_EP)
 				ops += ((struct dep *)o)->nops;
 		}
-	P("{\"daemon_pid\": %d, \"clients\": %u, \"endpoints\": %llu, \"mrs\": %llu, \"queues\": %llu, "
+	}
+	P("{\"daemon_pid\": %d, \"clients\": %u, \"connections\": %u, \"endpoints\": %llu, \"mrs\": %llu, \"queues\": %llu, "
 	  "\"counters\": %llu, \"ops_in_flight\": %llu, \"attaches\": %llu, \"client_deaths\": %llu, "
 	  "\"virtual_time_ps\": %llu, \"events_processed\": %llu, \"op_pool_live\": %llu, \"nodes\": %u, "
 	  "\"nics_per_node\": %u, \"commands\": %llu, \"bad_commands\": %llu, \"clients_list\": [",
-	  (int)getpid(), d->nclients, (unsigned long long)eps, (unsigned long long)mrs, (unsigned long long)queues,
+	  (int)getpid(), attached, d->nclients, (unsigned long long)eps, (unsigned long long)mrs, (unsigned long long)queues,
 	  (unsigned long long)cts, (unsigned long long)ops, (unsigned long long)*d->st_attach,
 	  (unsigned long long)*d->st_client_deaths, (unsigned long long)sim_now(d->sim),
 	  (unsigned long long)sim_events_processed(d->sim), (unsigned long long)d->op_pool.live, d->emu->nodes,
 	  d->emu->nics_per_node, (unsigned long long)*d->st_cmds, (unsigned long long)*d->st_bad_cmds);
-	for (struct client *c = d->clients; c; c = c->next)
-		P("%s{\"pid\": %d, \"node\": %u, \"rank\": %d, \"prog\": \"%s\"}", c == d->clients ? "" : ", ",
-		  (int)c->pid, c->node, c->rank, c->progname);
+	bool first = true;
+	for (struct client *c = d->clients; c; c = c->next) {
+		if (!c->attached)
+			continue;
+		P("%s{\"pid\": %d, \"node\": %u, \"rank\": %d, \"prog\": \"%s\"}", first ? "" : ", ", (int)c->pid,
+		  c->node, c->rank, c->progname);
+		first = false;
+	}
 	P("]}");
 #undef P
 	return n < len ? n : len - 1;
@@ -431,6 +439,10 @@ static void handle_request(struct client *c, const char *buf, size_t n)
 		rlen = status_json(d, rep.text, sizeof(rep.text));
 		ret = 0;
 		break;
+	case CTL_DETACH:
+		c->detached = true;
+		ret = 0;
+		break;
 	case CTL_SHUTDOWN:
 		d->private_mode = true;
 		d->linger_s = 0;
@@ -465,7 +477,7 @@ static void client_cb(struct ev_loop *loop, ev_io *w, int revents)
 				close(p[i]);
 		}
 	if (n <= 0) {
-		server_close_client(c, n == 0 ? "disconnected" : "socket error");
+		server_close_client(c, n == 0 ? (c->detached || !c->attached ? "disconnected" : "died") : "socket error");
 		return;
 	}
 	handle_request(c, buf, (size_t)n);
@@ -514,9 +526,9 @@ void server_close_client(struct client *c, const char *why)
 			break;
 		}
 	d->nclients--;
-	if (strcmp(why, "disconnected"))
+	if (c->attached && !c->detached && strcmp(why, "daemon shutting down"))
 		(*d->st_client_deaths)++;
-	else
+	else if (c->attached)
 		(*d->st_detach)++;
 	free(c);
 	daemon_check_idle(d);
