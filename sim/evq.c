@@ -8,6 +8,7 @@
 void evq_init(struct evq *q)
 {
 	memset(q, 0, sizeof(*q));
+	q->undo_bucket = -1;
 }
 
 void evq_free(struct evq *q)
@@ -15,6 +16,7 @@ void evq_free(struct evq *q)
 	for (int i = 0; i < EVQ_NBUCKETS; i++)
 		free(q->b[i].v);
 	memset(q, 0, sizeof(*q));
+	q->undo_bucket = -1;
 }
 
 static inline int bucket_of(const struct evq *q, uint64_t time, uint64_t seq)
@@ -64,6 +66,9 @@ static bool refill(struct evq *q)
 	else
 		return false;
 	struct evq_bucket *src = &q->b[i];
+	q->undo_bucket = i;
+	q->undo_time = q->last_time;
+	q->undo_seq = q->last_seq;
 	uint32_t m = 0;
 	for (uint32_t k = 1; k < src->n; k++)
 		if (key_less(&src->v[k], &src->v[m]))
@@ -91,8 +96,36 @@ bool evq_pop(struct evq *q, struct evq_entry *out)
 	if (!refill(q))
 		return false;
 	/* Keys are unique, so bucket 0 holds exactly the one entry equal to the last key. */
+	q->undo_bucket = -1;
 	*out = q->b[0].v[--q->b[0].n];
 	q->nonempty[0] &= ~1ULL;
 	q->size--;
 	return true;
+}
+
+/* A refill moved one bucket's entries into lower buckets relative to a new reference key; every entry now
+ * in a bucket below the original one came from it, so moving them back restores the queue exactly. */
+void evq_unpeek(struct evq *q)
+{
+	int i = q->undo_bucket;
+	if (i < 0)
+		return;
+	q->undo_bucket = -1;
+	struct evq_bucket *dst = &q->b[i];
+	for (int k = 0; k < i; k++) {
+		struct evq_bucket *b = &q->b[k];
+		for (uint32_t j = 0; j < b->n; j++) {
+			if (dst->n == dst->cap) {
+				dst->cap = dst->cap ? dst->cap * 2 : 64;
+				dst->v = xrealloc(dst->v, (size_t)dst->cap * sizeof(*dst->v));
+			}
+			dst->v[dst->n++] = b->v[j];
+		}
+		b->n = 0;
+		q->nonempty[k >> 6] &= ~(1ULL << (k & 63));
+	}
+	if (dst->n)
+		q->nonempty[i >> 6] |= 1ULL << (i & 63);
+	q->last_time = q->undo_time;
+	q->last_seq = q->undo_seq;
 }

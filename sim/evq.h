@@ -38,6 +38,9 @@ struct evq {
 	uint64_t nonempty[3]; /* bit i: bucket i holds entries */
 	uint64_t last_time, last_seq;
 	size_t size;
+	/* Undo record of the last refill not yet followed by a pop (see evq_unpeek). */
+	int undo_bucket;
+	uint64_t undo_time, undo_seq;
 };
 
 void evq_init(struct evq *q);
@@ -48,6 +51,10 @@ void evq_push(struct evq *q, const struct evq_entry *e);
 bool evq_pop(struct evq *q, struct evq_entry *out);
 /* Smallest key without removing it; false when empty. */
 bool evq_peek(struct evq *q, struct evq_entry *out);
+/* After a peek that is not followed by a pop (the run loop stopping before the next event), restore the
+ * queue's reference key so that keys smaller than the peeked one (but not smaller than the last popped one)
+ * may still be pushed: e.g. a daemon that ran until T and then schedules at T + d, before the next event. */
+void evq_unpeek(struct evq *q);
 static inline size_t evq_size(const struct evq *q) { return q->size; }
 
 #endif

@@ -104,9 +104,23 @@ void nic_cmdq_free(struct nic_cmdq *q)
 		nic->ntxq--;
 	nic_rsrc_put(q->lni, q->target ? NIC_RSRC_TGQ : NIC_RSRC_TXQ);
 	cmdq_unlink(nic, q);
-	/* A fetch already scheduled still references the queue; it frees it. */
-	if (!q->fetch_pending)
+	/* A fetch already scheduled still references the queue: it frees it (or the NIC does at teardown). */
+	if (q->fetch_pending) {
+		q->next_of_nic = nic->cmdq_zombies;
+		nic->cmdq_zombies = q;
+	} else {
 		cmdq_destroy(q);
+	}
+}
+
+void nic_cmdq_zombies_free(struct nic *nic);
+void nic_cmdq_zombies_free(struct nic *nic)
+{
+	while (nic->cmdq_zombies) {
+		struct nic_cmdq *q = nic->cmdq_zombies;
+		nic->cmdq_zombies = q->next_of_nic;
+		cmdq_destroy(q);
+	}
 }
 
 void nic_cmdqs_free_lni(struct nic *nic, struct nic_lni *lni);
@@ -194,11 +208,17 @@ static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 	(void)sim;
 	(void)arg;
 	q->fetch_pending = false;
+	struct nic *nic = q->lni->nic;
 	if (!q->live) {
+		for (struct nic_cmdq **pp = &nic->cmdq_zombies; *pp; pp = &(*pp)->next_of_nic) {
+			if (*pp == q) {
+				*pp = q->next_of_nic;
+				break;
+			}
+		}
 		cmdq_destroy(q);
 		return;
 	}
-	struct nic *nic = q->lni->nic;
 	while (q->rung) {
 		struct cmdrec *r = &q->ring[q->head];
 		q->head = (q->head + 1) % q->cap;

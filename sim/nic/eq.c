@@ -48,6 +48,7 @@ int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn
 	}
 	struct nic_eq *q = &nic->eqs[i];
 	memset(q, 0, sizeof(*q));
+	q->gen = ++nic->eq_gen;
 	q->live = true;
 	q->lni = lni;
 	q->slots = a->slots;
@@ -173,6 +174,7 @@ static void eq_grow(struct nic_eq *q)
 struct evrec {
 	struct nic *nic;
 	uint32_t eqn;
+	uint32_t gen;
 	struct nic_event ev;
 };
 
@@ -183,6 +185,9 @@ static void eq_publish(struct sim *sim, void *obj, uint64_t arg)
 	struct nic_eq *q = nic_eq_lookup(nic, r->eqn);
 	(void)sim;
 	(void)arg;
+	/* An EQ freed (and maybe reallocated) while the event travelled never sees it. */
+	if (q && q->gen != r->gen)
+		q = NULL;
 	if (q) {
 		q->pending--;
 		if (q->wr - q->ack >= q->ring_cap)
@@ -220,10 +225,11 @@ bool nic_eq_post(struct nic *nic, uint32_t eqn, const struct nic_event *ev, simt
 	(*nic->c.events_enqueued)++;
 	if (ev->type < C_EVENT_TYPES && nic->c.event_type[ev->type])
 		(*nic->c.event_type[ev->type])++;
-	_Static_assert(sizeof(struct evrec) <= sizeof(struct nic_event) + 16, "evrec pool object size");
+	_Static_assert(sizeof(struct evrec) <= sizeof(struct nic_event) + 32, "evrec pool object size");
 	struct evrec *r = pool_get(&nic->evrec_pool);
 	r->nic = nic;
 	r->eqn = eqn;
+	r->gen = q->gen;
 	r->ev = *ev;
 	sim_schedule(nic->sim, delay + nic->p->pcie_latency + nic->p->event_write, eq_publish, r, 0);
 	return true;

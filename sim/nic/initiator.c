@@ -63,7 +63,7 @@ void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_
 static void init_event(struct nic *nic, const struct nic_op *op, uint8_t type, uint8_t rc, uint32_t mlength,
 		       simtime_t delay)
 {
-	if (op->eqn == NIC_NONE)
+	if (op->eqn == NIC_NONE || !op->lni->live)
 		return;
 	struct nic_event ev = { 0 };
 	ev.type = type;
@@ -131,6 +131,17 @@ static struct nic_pkt *pkt_from_cmd(struct nic *nic, const struct nic_dma_cmd *d
 	return p;
 }
 
+/* Packets leave in command order (the provider relies on send-after-send ordering): a Put waiting for its
+ * payload read holds back the commands behind it. */
+static simtime_t tx_in_order(struct nic *nic, simtime_t delay)
+{
+	simtime_t at = sim_now(nic->sim) + delay;
+	if (at < nic->tx_order)
+		at = nic->tx_order;
+	nic->tx_order = at;
+	return at - sim_now(nic->sim);
+}
+
 static void tx_put(struct nic *nic, struct nic_work *w)
 {
 	const struct nic_dma_cmd *d = &w->cmd.dma;
@@ -168,7 +179,7 @@ static void tx_put(struct nic *nic, struct nic_work *w)
 	if (!(d->flags & NIC_DMA_EVENT_SEND_DISABLE))
 		init_event(nic, op, C_EVENT_SEND, C_RC_OK, d->length, read);
 	op_ct(nic, op, NIC_DMA_EVENT_CT_SEND, d->length, true);
-	nic_send_pkt(nic, p, read);
+	nic_send_pkt(nic, p, tx_in_order(nic, read));
 }
 
 static void tx_get(struct nic *nic, struct nic_work *w)
@@ -179,7 +190,7 @@ static void tx_get(struct nic *nic, struct nic_work *w)
 	p->op = op;
 	p->msg.flags = FABRIC_ORDERED;
 	p->msg.bytes = 0;
-	nic_send_pkt(nic, p, 0);
+	nic_send_pkt(nic, p, tx_in_order(nic, 0));
 }
 
 static void tx_exec(struct sim *sim, void *obj, uint64_t arg)

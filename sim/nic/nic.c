@@ -357,7 +357,7 @@ static void nic_init_one(struct nic_world *w, struct sim *sim, struct nic *nic, 
 	pool_init(&nic->pkt_pool, sizeof(struct nic_pkt), 64);
 	pool_init(&nic->op_pool, sizeof(struct nic_op), 64);
 	pool_init(&nic->work_pool, sizeof(struct nic_work), 64);
-	pool_init(&nic->evrec_pool, sizeof(struct nic_event) + 16, 64);
+	pool_init(&nic->evrec_pool, sizeof(struct nic_event) + 32, 64);
 	nic_le_pools_init(nic);
 	/* The default service: unrestricted VNIs, hardware limits, pool 0 on every PE. */
 	struct nic_svc_desc d = { 0 };
@@ -382,12 +382,15 @@ static void nic_init_one(struct nic_world *w, struct sim *sim, struct nic *nic, 
 	fabric_attach(nic->fabric, addr, nic_lpe_rx, nic);
 }
 
+void nic_cmdq_zombies_free(struct nic *nic);
+
 static void nic_free_one(struct nic *nic)
 {
 	for (uint32_t i = 0; i < nic->nlnis; i++) {
 		nic_lni_free(nic->lnis[i]);
 		free(nic->lnis[i]);
 	}
+	nic_cmdq_zombies_free(nic);
 	free(nic->lnis);
 	for (uint32_t i = 0; i < nic->neqs; i++)
 		free(nic->eqs[i].ring);
@@ -513,6 +516,34 @@ static void read_services(struct nic_world *w, const struct cfg *c)
 	}
 }
 
+void nic_le_pools_timeseries(struct nic *nic, const uint8_t *svc_pools, unsigned nsvc_pools);
+
+/* nic.timeseries_nics: [1, ...] -- sample LE use of every service pool and the limit-hit counter of these
+ * NICs into timeseries.csv. */
+static void read_timeseries(struct nic_world *w, struct sim *sim, const struct cfg *c)
+{
+	int n = cfg_array_len(c, "timeseries_nics");
+	uint8_t pools[1 + 16];
+	unsigned np = 0;
+	pools[np++] = 0;
+	for (uint32_t k = 0; k < w->nsvcs && np < ARRAY_SIZE(pools); k++) {
+		bool seen = false;
+		for (unsigned j = 0; j < np; j++)
+			seen |= pools[j] == w->svcs[k].le_pool;
+		if (!seen)
+			pools[np++] = w->svcs[k].le_pool;
+	}
+	for (int i = 0; i < n; i++) {
+		uint32_t a = (uint32_t)cfg_array_u64(c, "timeseries_nics", i, 0, w->n ? w->n - 1 : 0);
+		struct nic *nic = w->nics[a];
+		nic_activate(nic);
+		nic_le_pools_timeseries(nic, pools, np);
+		char col[64];
+		snprintf(col, sizeof(col), "nic.%u.limit_hits", a);
+		ts_register(sim, col, nic->c.limit_hits);
+	}
+}
+
 static void nic_build(struct sim *sim, const struct cfg *c)
 {
 	struct fabric *f = fabric_of(sim);
@@ -536,6 +567,7 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 		w->nics[i] = xcalloc(1, sizeof(struct nic));
 		nic_init_one(w, sim, w->nics[i], i);
 	}
+	read_timeseries(w, sim, c);
 }
 
 static void sum_counter(struct sim *sim, uint32_t n, const char *name, uint64_t *out)

@@ -33,17 +33,19 @@ struct nic_params {
 
 /* ---------------------------------------------------------------- intrusive LE lists */
 struct nic_le {
+	/* Fields the matching walk reads come first: one cache line per LE walked. */
 	struct nic_le *next, *prev;
-	struct nic_pte *pte;
+	uint64_t match_bits, ignore_bits;
+	uint32_t match_id;
+	uint32_t flags;          /* C_LE_* */
+	uint64_t length, offset;
 	uint8_t list;
 	bool ule;                /* an unexpected-header entry (UNEXPECTED list) */
 	uint16_t buffer_id;
-	uint32_t flags;          /* C_LE_* */
-	uint32_t ctn;
-	uint32_t match_id;
 	uint32_t min_free;
-	uint64_t start, length, offset;
-	uint64_t match_bits, ignore_bits;
+	struct nic_pte *pte;
+	uint32_t ctn;
+	uint64_t start;
 	uint64_t user_ptr;
 	/* Unexpected header (ule == true). */
 	uint32_t initiator;
@@ -85,6 +87,7 @@ struct nic_eq {
 	struct nic_event *ring;
 	uint32_t slots, reserved_fc, thresh_pct;
 	uint32_t ring_cap;
+	uint32_t gen;             /* allocation generation: events of a previous owner are discarded */
 	uint64_t wr, rd, ack; /* monotone counters; slot = counter % slots */
 	uint32_t pending;     /* slots allocated to events still travelling over PCIe */
 	bool above_thresh;
@@ -187,6 +190,7 @@ struct nic {
 	uint32_t ncts, cts_cap;
 	uint32_t ntxq, ntgq;
 	struct nic_cmdq *cmdqs;   /* every live command queue, for teardown */
+	struct nic_cmdq *cmdq_zombies; /* freed queues a scheduled fetch still points at */
 
 	/* (vni, pid, index) -> ptn, and VNI -> number of mappings (open addressing). */
 	uint64_t *map_keys;
@@ -199,9 +203,11 @@ struct nic {
 	struct nic_le_pool pools[C_LE_POOLS];
 	struct nic_pe pe[C_PE_COUNT];
 	simtime_t tx_free;        /* transmit engine busy until */
+	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
 
 	struct pool le_pool, pkt_pool, op_pool, work_pool, evrec_pool;
 	uint64_t rdzv_seq;
+	uint32_t eq_gen;
 };
 
 /* ---------------------------------------------------------------- wire packets */

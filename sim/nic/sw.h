@@ -195,6 +195,8 @@ int sw_mr_close(struct sw_mr *mr, sw_mr_done_fn done, void *ctx);
 /* The MR's object stays valid until its close completes (done called); then it is freed. */
 uint64_t sw_mr_key(const struct sw_mr *mr);
 bool sw_mr_is_optimized(const struct sw_mr *mr);
+/* FI_CXI_MR_MATCH_EVENTS accounting: remote accesses matched, and completed. */
+void sw_mr_events(const struct sw_mr *mr, uint64_t *matched, uint64_t *completed);
 
 /* Per-endpoint statistics (also exported as stats counters "nic.<n>.ep.<pid>.<name>"). */
 struct sw_ep_stats {

@@ -10,30 +10,47 @@
 #include "../util.h"
 #include "sw_impl.h"
 
-void sw_env_defaults(struct sw_env *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->rx_match_mode = SW_MATCH_HARDWARE;
-	e->oflow_buf_size = 12ULL << 20;
-	e->oflow_buf_min_posted = 3;
-	e->req_buf_size = 12ULL << 20;
-	e->req_buf_min_posted = 6;
-	e->req_buf_max_count = 0;
-	e->rdzv_threshold = 16384;
-	e->rdzv_get_min = 2049;
-	e->rdzv_eager_size = 2048;
-	e->sw_rx_tx_init_max = 1024;
-	e->rnr_max_timeout_us = 500000;
-	e->fc_retry_usec_delay = 1000;
-	e->cq_fill_percent = 50;
-	e->default_cq_size = 131072;
-	e->default_vni = 10;
-	e->optimized_mrs = true;
-	e->prov_key_cache = true;
-	e->mr_match_events = false;
-	e->trunc_ok = false;
-	e->msg_offload = true;
-}
+/* The "cxi" section's parameters: host-side costs of the provider, then the FI_CXI_* defaults. */
+static const struct param cxi_params[] = {
+	{ "kernel_call_ns", "ns", 2500, 0, 1e9,
+	  "assumed; seed 000 Fig 9: reg/dereg paths that enter the kernel are the slow ones" },
+	{ "mr_cache_lookup_ns", "ns", 70, 0, 1e9,
+	  "assumed; seed 000 Fig 9: provider key cache makes reg and dereg cheap (~0.1 us)" },
+	{ "mr_le_append_ns", "ns", 800, 0, 1e9, "assumed: software side of an MR LE append/unlink and its wait" },
+	{ "mr_event_poll_ns", "ns", 200, 0, 1e9,
+	  "assumed; seed 000 Fig 9: match events cost ~2 us for reg + dereg, 10x the key cache" },
+	{ "mr_event_poll_max_us", "us", 100, 0, 1e9, "upstream: MR match-event close polls up to 100 us" },
+	{ "mr_bookkeeping_ns", "ns", 30, 0, 1e9, "assumed: per reg/dereg provider data-structure work" },
+	{ "ctrl_eq_slots", "count", 4096, 16, 1 << 24, "assumed: control EQ size (FC messages, MR events)" },
+	/* FI_CXI_* defaults of simulated processes (cxi.env.<name>); the daemon takes them from the application's
+	 * environment instead. */
+	{ "env.rx_match_mode", "0 hardware, 1 software, 2 hybrid", 0, 0, 2, "cassini-reference: FI_CXI_RX_MATCH_MODE=hardware" },
+	{ "env.hybrid_preemptive", "bool", 0, 0, 1, "cassini-reference: FI_CXI_HYBRID_PREEMPTIVE" },
+	{ "env.hybrid_recv_preemptive", "bool", 0, 0, 1, "cassini-reference: FI_CXI_HYBRID_RECV_PREEMPTIVE" },
+	{ "env.hybrid_posted_recv_preemptive", "bool", 0, 0, 1,
+	  "cassini-reference: FI_CXI_HYBRID_POSTED_RECV_PREEMPTIVE" },
+	{ "env.hybrid_unexpected_msg_preemptive", "bool", 0, 0, 1,
+	  "cassini-reference: FI_CXI_HYBRID_UNEXPECTED_MSG_PREEMPTIVE" },
+	{ "env.oflow_buf_size", "bytes", 12 << 20, 4096, 17179869184.0, "cassini-reference: FI_CXI_OFLOW_BUF_SIZE 12 MiB" },
+	{ "env.oflow_buf_min_posted", "count", 3, 1, 1024, "cassini-reference: 3 overflow buffers posted" },
+	{ "env.req_buf_size", "bytes", 12 << 20, 4096, 17179869184.0, "cassini-reference: FI_CXI_REQ_BUF_SIZE 12 MiB" },
+	{ "env.req_buf_min_posted", "count", 6, 2, 1024, "cassini-reference: 6 request buffers posted (at least 2)" },
+	{ "env.req_buf_max_count", "count", 0, 0, 1 << 20, "cassini-reference: at most 8x min_posted (0: that)" },
+	{ "env.rdzv_threshold", "bytes", 16384, 0, 1 << 30, "cassini-reference: FI_CXI_RDZV_THRESHOLD" },
+	{ "env.rdzv_get_min", "bytes", 2049, 0, 1 << 30, "cassini-reference: FI_CXI_RDZV_GET_MIN" },
+	{ "env.rdzv_eager_size", "bytes", 2048, 0, 1 << 30, "cassini-reference: FI_CXI_RDZV_EAGER_SIZE" },
+	{ "env.sw_rx_tx_init_max", "count", 1024, 1, 1 << 20, "cassini-reference: FI_CXI_SW_RX_TX_INIT_MAX" },
+	{ "env.rnr_max_timeout_us", "us", 500000, 0, 1099511627776.0, "cassini-reference: FI_CXI_RNR_MAX_TIMEOUT_US" },
+	{ "env.fc_retry_usec_delay", "us", 1000, 0, 4294967296.0, "cassini-reference: FI_CXI_FC_RETRY_USEC_DELAY" },
+	{ "env.cq_fill_percent", "%", 50, 1, 100, "cassini-reference: FI_CXI_CQ_FILL_PERCENT" },
+	{ "env.default_cq_size", "count", 131072, 16, 1 << 24, "cassini-reference: FI_CXI_DEFAULT_CQ_SIZE" },
+	{ "env.default_vni", "vni", 10, 0, 65535, "cassini-reference: FI_CXI_DEFAULT_VNI" },
+	{ "env.optimized_mrs", "bool", 1, 0, 1, "cassini-reference: FI_CXI_OPTIMIZED_MRS=1" },
+	{ "env.prov_key_cache", "bool", 1, 0, 1, "cassini-reference: FI_CXI_PROV_KEY_CACHE=1" },
+	{ "env.mr_match_events", "bool", 0, 0, 1, "cassini-reference: FI_CXI_MR_MATCH_EVENTS=0" },
+	{ "env.trunc_ok", "bool", 0, 0, 1, "cassini-reference: FI_CXI_TRUNC_OK=0" },
+};
+
 
 enum env_type { ENV_BOOL, ENV_U32, ENV_U64, ENV_MODE };
 
@@ -90,8 +107,28 @@ static void env_derive(struct sw_env *e)
 	e->msg_offload = e->rx_match_mode != SW_MATCH_SOFTWARE;
 	if (e->req_buf_min_posted < 2)
 		e->req_buf_min_posted = 2;
-	if (!e->req_buf_max_count)
-		e->req_buf_max_count = 8 * e->req_buf_min_posted;
+	/* req_buf_max_count 0 stays "8 x min_posted", resolved when an endpoint opens. */
+}
+
+static void env_key(const struct env_var *v, char *key, size_t n)
+{
+	snprintf(key, n, "env.");
+	size_t k = 4;
+	for (const char *c = v->name; *c && k + 1 < n; c++)
+		key[k++] = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+	key[k] = 0;
+}
+
+/* Defaults come from the parameter table, so the printed table and the model cannot disagree. */
+void sw_env_defaults(struct sw_env *e)
+{
+	memset(e, 0, sizeof(*e));
+	char key[64];
+	for (size_t i = 0; i < ARRAY_SIZE(env_vars); i++) {
+		env_key(&env_vars[i], key, sizeof(key));
+		env_store(e, &env_vars[i], (uint64_t)param_find(cxi_params, ARRAY_SIZE(cxi_params), key)->def);
+	}
+	env_derive(e);
 }
 
 int sw_env_parse(struct sw_env *e, const char *(*getenv_fn)(void *ctx, const char *name), void *ctx,
@@ -132,12 +169,11 @@ fail:
 
 void sw_env_from_cfg(struct sw_env *e, const struct cfg *c)
 {
-	char key[64];
+	char full[64];
 	for (size_t i = 0; i < ARRAY_SIZE(env_vars); i++) {
 		const struct env_var *v = &env_vars[i];
-		size_t n = strlen(v->name);
-		for (size_t k = 0; k <= n; k++)
-			key[k] = (char)(v->name[k] >= 'A' && v->name[k] <= 'Z' ? v->name[k] - 'A' + 'a' : v->name[k]);
+		env_key(v, full, sizeof(full));
+		const char *key = full + 4;
 		if (!cfg_has(c, key))
 			continue;
 		uint64_t x;
@@ -153,19 +189,6 @@ void sw_env_from_cfg(struct sw_env *e, const struct cfg *c)
 
 /* ---------------------------------------------------------------- the "cxi" section */
 
-static const struct param cxi_params[] = {
-	{ "kernel_call_ns", "ns", 2500, 0, 1e9,
-	  "assumed; seed 000 Fig 9: reg/dereg paths that enter the kernel are the slow ones" },
-	{ "mr_map_ns", "ns", 1500, 0, 1e9, "assumed: pinning/mapping a small buffer for an MR (cxil_map)" },
-	{ "mr_cache_lookup_ns", "ns", 100, 0, 1e9,
-	  "assumed; seed 000 Fig 9: provider key cache makes reg and dereg cheap (~0.1 us)" },
-	{ "mr_le_append_ns", "ns", 400, 0, 1e9, "assumed: software side of an MR LE append/unlink and its wait" },
-	{ "mr_event_poll_ns", "ns", 200, 0, 1e9,
-	  "assumed; seed 000 Fig 9: match events cost ~2 us for reg + dereg, 10x the key cache" },
-	{ "mr_event_poll_max_us", "us", 100, 0, 1e9, "upstream: MR match-event close polls up to 100 us" },
-	{ "mr_bookkeeping_ns", "ns", 50, 0, 1e9, "assumed: per reg/dereg provider data-structure work" },
-	{ "ctrl_eq_slots", "count", 4096, 16, 1 << 24, "assumed: control EQ size (FC messages, MR events)" },
-};
 
 struct cxi_world {
 	struct sw_env env;
@@ -175,13 +198,12 @@ struct cxi_world {
 static void costs_from(struct sw_costs *k, const struct cfg *c)
 {
 	k->kernel_call = (simtime_t)(param_get(c, &cxi_params[0]) * 1000.0 + 0.5);
-	k->mr_map = (simtime_t)(param_get(c, &cxi_params[1]) * 1000.0 + 0.5);
-	k->mr_cache_lookup = (simtime_t)(param_get(c, &cxi_params[2]) * 1000.0 + 0.5);
-	k->mr_le_append = (simtime_t)(param_get(c, &cxi_params[3]) * 1000.0 + 0.5);
-	k->mr_event_poll = (simtime_t)(param_get(c, &cxi_params[4]) * 1000.0 + 0.5);
-	k->mr_event_poll_max = (simtime_t)(param_get(c, &cxi_params[5]) * 1e6 + 0.5);
-	k->mr_bookkeeping = (simtime_t)(param_get(c, &cxi_params[6]) * 1000.0 + 0.5);
-	k->ctrl_eq_slots = (uint32_t)param_get_u64(c, &cxi_params[7]);
+	k->mr_cache_lookup = (simtime_t)(param_get(c, &cxi_params[1]) * 1000.0 + 0.5);
+	k->mr_le_append = (simtime_t)(param_get(c, &cxi_params[2]) * 1000.0 + 0.5);
+	k->mr_event_poll = (simtime_t)(param_get(c, &cxi_params[3]) * 1000.0 + 0.5);
+	k->mr_event_poll_max = (simtime_t)(param_get(c, &cxi_params[4]) * 1e6 + 0.5);
+	k->mr_bookkeeping = (simtime_t)(param_get(c, &cxi_params[5]) * 1000.0 + 0.5);
+	k->ctrl_eq_slots = (uint32_t)param_get_u64(c, &cxi_params[6]);
 }
 
 static void cxi_build(struct sim *sim, const struct cfg *c)

@@ -331,7 +331,6 @@ void sw_mr_access_hook(void *ctx, uint32_t ptn, uint64_t le_user_ptr, uint64_t a
 /* sw_env.c: host-side costs of the provider (the "cxi" parameter table). */
 struct sw_costs {
 	simtime_t kernel_call;       /* an ioctl into the cxi driver */
-	simtime_t mr_map;            /* pinning and mapping pages for an MR */
 	simtime_t mr_cache_lookup;   /* provider key cache hit */
 	simtime_t mr_le_append;      /* software side of appending/unlinking an MR LE (plus NIC time) */
 	simtime_t mr_event_poll;     /* one poll of the match/access counters while closing */

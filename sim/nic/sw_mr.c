@@ -248,6 +248,14 @@ bool sw_mr_is_optimized(const struct sw_mr *m)
 	return m->optimized;
 }
 
+void sw_mr_events(const struct sw_mr *m, uint64_t *matched, uint64_t *completed)
+{
+	if (matched)
+		*matched = m->match_events;
+	if (completed)
+		*completed = m->access_events;
+}
+
 void sw_mr_event(struct sw_ep *ep, struct sw_mr *m, const struct nic_event *ev)
 {
 	(void)ep;

@@ -498,7 +498,9 @@ int sw_recv(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *
 		return -FI_EINVAL;
 	if (ep->state != RXC_ENABLED && ep->state != RXC_ENABLED_SOFTWARE)
 		return -FI_EAGAIN;
-	if (ep->rx_outstanding >= ep->attr.rx_size || sw_eq_saturated(ep, ep->eq_rx))
+	/* rx_attr.size does not bound posted receives (the provider only pushes back on a saturated EQ); it
+	 * is the threshold of the hybrid pre-emptive checks. */
+	if (sw_eq_saturated(ep, ep->eq_rx))
 		return -FI_EAGAIN;
 	struct sw_req *r = xcalloc(1, sizeof(*r));
 	r->obj.kind = SWK_RECV;

@@ -1,6 +1,8 @@
 /* Hardware-level behaviour of the NIC model, driven through the command interface only. */
 #include <criterion/criterion.h>
 
+#include <errno.h>
+
 #include "nic_testlib.h"
 
 struct hwep {
@@ -305,5 +307,108 @@ Test(nic_hw, eq_overflow_drops_events_without_flow_control)
 	cr_assert_eq(es.used, 3);
 	cr_assert_eq(es.dropped, 3);
 	cr_assert_eq(tctr(&t, "nic.1.C_CNTR_EE_EVENTS_DROPPED_ORDINARY_CNTR_0"), 3);
+	tsim_free(&t);
+}
+
+static void ct_notify(void *ctx, struct nic *nic, uint32_t ctn)
+{
+	(void)nic;
+	(void)ctn;
+	(*(int *)ctx)++;
+}
+
+Test(nic_hw, counting_events_count_matches_acks_and_commands)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep a, b;
+	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 64);
+	uint32_t ct_b, ct_a;
+	int notes = 0;
+	cr_assert_eq(nic_ct_alloc(b.lni, ct_notify, &notes, &ct_b), 0);
+	cr_assert_eq(nic_ct_alloc(a.lni, NULL, NULL, &ct_a), 0);
+	static char dst[256], src[100];
+	tgt(&b, NIC_CMD_TGT_APPEND,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .le_flags = C_LE_OP_PUT | C_LE_EVENT_CT_COMM,
+				  .ctn = ct_b, .start = (uint64_t)(uintptr_t)dst, .length = 256,
+				  .match_id = C_MATCH_ID_ANY, .ignore_bits = ~0ULL });
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
+	sim_run(t.sim);
+	for (int i = 0; i < 3; i++) {
+		struct nic_cmd cmd = { .op = NIC_CMD_PUT };
+		cmd.dma = (struct nic_dma_cmd){ .dst_nic = 1, .dst_pid = 3, .vni = 10, .length = 100,
+						.local_addr = (uint64_t)(uintptr_t)src, .eqn = NIC_NONE, .ctn = ct_a,
+						.flags = NIC_DMA_EVENT_CT_ACK | NIC_DMA_EVENT_CT_BYTES, .src_pid = 4 };
+		cr_assert_eq(nic_cmdq_emit(a.txq, &cmd), 0);
+	}
+	nic_cmdq_ring(a.txq);
+	sim_run(t.sim);
+	uint64_t succ;
+	uint32_t fail;
+	cr_assert_eq(nic_ct_read(b.nic, ct_b, &succ, &fail), 0);
+	cr_assert_eq(succ, 3);
+	cr_assert_eq(fail, 0);
+	cr_assert_eq(notes, 3);
+	cr_assert_eq(nic_ct_read(a.nic, ct_a, &succ, &fail), 0);
+	cr_assert_eq(succ, 300, "CT_BYTES counts acknowledged bytes");
+	struct nic_cmd inc = { .op = NIC_CMD_CT_INC };
+	inc.ct = (struct nic_ct_cmd){ .ctn = ct_a, .success = 5, .failure = 1 };
+	cr_assert_eq(nic_cmdq_emit(a.txq, &inc), 0);
+	nic_cmdq_ring(a.txq);
+	sim_run(t.sim);
+	nic_ct_read(a.nic, ct_a, &succ, &fail);
+	cr_assert_eq(succ, 305);
+	cr_assert_eq(fail, 1);
+	/* A target command on a queue of the wrong kind is refused at emit. */
+	cr_assert_eq(nic_cmdq_emit(b.txq, &(struct nic_cmd){ .op = NIC_CMD_TGT_UNLINK }), -EINVAL);
+	cr_assert_eq(nic_cmdq_emit(a.txq, &(struct nic_cmd){ .op = NIC_CMD_IDC_PUT, .dma = { .length = 193 } }), -EINVAL);
+	tsim_free(&t);
+}
+
+Test(nic_hw, search_and_delete_reports_headers_then_no_match)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep a, b;
+	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 64);
+	static char oflow[8192], src[32];
+	tgt(&b, NIC_CMD_TGT_APPEND,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_OVERFLOW, .le_flags = C_LE_OP_PUT | C_LE_MANAGE_LOCAL, .ctn = NIC_NONE,
+				  .start = (uint64_t)(uintptr_t)oflow, .length = sizeof(oflow), .min_free = 64,
+				  .match_id = C_MATCH_ID_ANY, .ignore_bits = ~0ULL });
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
+	sim_run(t.sim);
+	for (uint64_t i = 0; i < 3; i++)
+		put(&a, 1, 10, src, 32, 100 + i);
+	sim_run(t.sim);
+	struct nic_event ev[16];
+	drain(&b, ev, 16);
+	tgt(&b, NIC_CMD_TGT_SEARCH, (struct nic_tgt_cmd){ .list = C_PTL_LIST_UNEXPECTED, .match_bits = 101,
+							  .match_id = C_MATCH_ID_ANY, .le_flags = C_LE_USE_ONCE,
+							  .buffer_id = 77 });
+	sim_run(t.sim);
+	int n = drain(&b, ev, 16);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ev[0].type, C_EVENT_SEARCH);
+	cr_assert_eq(ev[0].rc, C_RC_OK);
+	cr_assert_eq(ev[0].match_bits, 101);
+	cr_assert_eq(ev[0].buffer_id, 77);
+	tgt(&b, NIC_CMD_TGT_SEARCH_AND_DELETE,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_UNEXPECTED, .ignore_bits = ~0ULL, .match_id = C_MATCH_ID_ANY });
+	sim_run(t.sim);
+	n = drain(&b, ev, 16);
+	cr_assert_eq(n, 4);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(ev[i].type, C_EVENT_PUT_OVERFLOW);
+		cr_assert_eq(ev[i].match_bits, 100 + (uint64_t)i, "oldest first");
+		cr_assert_eq(ev[i].start, (uint64_t)(uintptr_t)oflow + 32 * (uint64_t)i);
+	}
+	cr_assert_eq(ev[3].type, C_EVENT_SEARCH);
+	cr_assert_eq(ev[3].rc, C_RC_NO_MATCH);
+	struct nic_pte_status st;
+	nic_pte_status(b.nic, b.ptn, &st);
+	cr_assert_eq(st.ule_count, 0);
 	tsim_free(&t);
 }
