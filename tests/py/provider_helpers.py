@@ -22,13 +22,38 @@ def prog(name):
     return os.path.join(PROGS, name)
 
 
+def _sanitizer_preload():
+    """Under SANITIZE=1 the provider library carries ASan/UBSan; programs we did not build (fi_info,
+    fi_pingpong, mpirun, NPopenmpi) need the runtimes preloaded to load it."""
+    libs = []
+    for lib in ("libasan.so", "libubsan.so"):
+        p = subprocess.run(["gcc", f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
+        if os.path.isabs(p):
+            libs.append(p)
+    return ":".join(libs)
+
+
+PRELOAD = _sanitizer_preload() if SANITIZED else ""
+
+
 def base_env():
     env = dict(os.environ, CXISIM_BUILD=BUILD)
     env.pop("CXISIM_SOCKET", None)
-    # ASan and the ptrace-based DMA of the daemon get along; leak checks of short-lived test programs that
-    # fork are noise, the daemon's are not.
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+    if SANITIZED:
+        env.setdefault("ASAN_OPTIONS", "abort_on_error=1:detect_leaks=1")
+        env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
     return env
+
+
+def wrap(cmd):
+    """The command line to run CMD with.  Under SANITIZE=1 the sanitizer runtimes are preloaded, and leak
+    checking is left to our own programs and the daemon: Open MPI and libfabric's tools leak at exit by
+    design (dlclosed components), which says nothing about the provider."""
+    if not PRELOAD:
+        return list(cmd)
+    ours = os.path.realpath(cmd[0]).startswith(os.path.realpath(BUILD_DIR))
+    extra = [] if ours else ["ASAN_OPTIONS=abort_on_error=1:detect_leaks=0"]
+    return ["env", f"LD_PRELOAD={PRELOAD}", *extra, *cmd]
 
 
 def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None):
@@ -41,7 +66,7 @@ def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None):
         args += ["--out", str(out)]
     for k, v in (sets or {}).items():
         args += ["--set", f"{k}={v}"]
-    args += ["--", *cmd]
+    args += ["--", *wrap(cmd)]
     e = base_env()
     if env:
         e.update(env)
@@ -54,6 +79,15 @@ def provider_env(sock):
     env["FI_PROVIDER_PATH"] = os.path.join(BUILD_DIR, "provider")
     env["CXISIM_SOCKET"] = sock
     env["CXISIM_DAEMON"] = DAEMON
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+    return env
+
+
+def foreign_env(env):
+    """`env` for running a program we did not build (fi_info...) directly under SANITIZE=1."""
+    if PRELOAD:
+        env = dict(env, ASAN_OPTIONS="abort_on_error=1:detect_leaks=0")
     return env
 
 

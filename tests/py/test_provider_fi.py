@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from provider_helpers import BUILD_DIR, cxisim_exec, provider_env
+from provider_helpers import cxisim_exec, foreign_env, provider_env
 
 
 def fi_info_blocks(text):
@@ -75,7 +75,7 @@ def test_fi_info_device_name_filter():
 
 
 def test_fi_info_env_vars_listed():
-    env = provider_env("/nonexistent")
+    env = foreign_env(provider_env("/nonexistent"))
     r = subprocess.run(["fi_info", "-e"], capture_output=True, text=True, env=env, timeout=30)
     for v in ["FI_CXI_RX_MATCH_MODE", "FI_CXI_RDZV_THRESHOLD", "FI_CXI_OPTIMIZED_MRS", "FI_CXI_PROV_KEY_CACHE",
               "FI_CXI_MR_MATCH_EVENTS", "FI_CXI_RNR_MAX_TIMEOUT_US", "FI_CXI_DEFAULT_VNI",
@@ -87,7 +87,7 @@ def test_private_daemon_autostart(tmp_path):
     """No daemon running: the provider starts a private one with the default scenario, which exits once
     its last client is gone."""
     sock = str(tmp_path / "auto.sock")
-    env = provider_env(sock)
+    env = foreign_env(provider_env(sock))
     r = subprocess.run(["fi_info", "-p", "cxi"], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "domain: cxi0" in r.stdout

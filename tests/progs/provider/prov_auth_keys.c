@@ -84,11 +84,10 @@ int main(void)
 	struct client_arg args[3] = { { &links[0], 5 }, { &links[1], 7 }, { &links[2], 9 } };
 	pid_t pids[3];
 	struct t_chan ch[3];
+	static const char *const who[3] = { "client-vni5", "client-vni7", "client-vni9" };
 	for (int i = 0; i < 3; i++) {
 		t_link_init(&links[i]);
-		char who[16];
-		snprintf(who, sizeof(who), "client-vni%u", args[i].vni);
-		pids[i] = t_fork(client, &args[i], strdup(who));
+		pids[i] = t_fork(client, &args[i], who[i]);
 		ch[i] = t_link_a(&links[i]);
 	}
 	uint32_t in[2];

@@ -73,6 +73,8 @@ static int server(int pid, int nclients)
 	}
 	printf("server: %d clients done, %" PRIu64 " messages, %" PRIu64 " failed receives\n", done, msgs, errors);
 	t_close(&t);
+	for (int i = 0; i < NRECV; i++)
+		free(bufs[i]);
 	return t_finish("prov_stream server");
 }
 
