@@ -101,13 +101,27 @@ def main(args):
             rc = subprocess.call(args.command, env=exec_env(sock, build))
         except FileNotFoundError:
             raise InputError(f"cxisim exec: {args.command[0]}: command not found")
-        return rc if rc >= 0 else 128 - rc
+        rc = rc if rc >= 0 else 128 - rc
+        drc = _stop(proc)
+        if drc != 0:
+            # The emulation itself failed (e.g. a sanitizer report at exit): say so, fail the run.
+            with open(log_path) as f:
+                sys.stderr.write(f.read()[-4000:])
+            sys.stderr.write(f"cxisim exec: cxisimd exited with status {drc}\n")
+            return rc or 1
+        return rc
     finally:
         if proc and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode

@@ -133,7 +133,8 @@ class Daemon:
         return env
 
     def log_text(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         with open(self.log.name) as f:
             return f.read()
 

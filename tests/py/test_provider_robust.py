@@ -18,7 +18,9 @@ from provider_helpers import Daemon, ctl_request, cxisim_exec, prog
 def daemon(tmp_path):
     d = Daemon(tmp_path)
     yield d
-    d.stop()
+    killed = d.proc.poll() is not None
+    rc = d.stop()
+    assert killed or rc == 0, f"cxisimd exited with {rc}:\n{d.log_text()[-3000:]}"
 
 
 def wait_line(proc, prefix, timeout=30):
