@@ -45,3 +45,10 @@ $(BUILD)/tests/provider/mpi_%: tests/progs/provider/mpi_%.c
 
 .PHONY: provider
 provider: $(PROV_LIB) $(DAEMON) $(PROV_PROGS)
+
+# make bench: fi_pingpong latency and message rate, cxi (this provider, realtime, fabric latency 0) vs
+# libfabric's tcp provider on loopback, measured in the same run.
+.PHONY: bench-provider
+bench-provider: $(PROV_LIB) $(DAEMON)
+	CXISIM_BUILD=$(BUILD) $(PYTHON) provider/bench_pingpong.py
+BENCH_TARGETS += bench-provider
