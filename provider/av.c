@@ -131,20 +131,21 @@ static int av_insert_common(struct cxip_av *av, const void *addr, size_t count, 
 		return -FI_EBADFLAGS;
 	if ((flags & FI_AV_USER_ID) && ((av->flags & FI_AV_USER_ID) || !fi_addr))
 		return -FI_EINVAL; /* an AV open flag or an insert flag, not both; ids come in fi_addr */
-	const struct cxip_addr *in = addr;
+	const char *in = addr;
 	int n = 0;
 	pthread_rwlock_wrlock(&av->lock);
 	for (size_t i = 0; i < count; i++) {
 		uint32_t ai = 0;
+		struct cxip_addr a = cxip_addr_load(in + i * cxip_addrlen);
 		if (auth_idx >= 0) {
 			ai = (uint32_t)auth_idx;
-		} else if (av->nauth_keys && in[i].vni) {
+		} else if (av->nauth_keys && a.vni) {
 			for (size_t k = 0; k < av->nauth_keys; k++)
-				if (av->auth_keys[k].vni == in[i].vni)
+				if (av->auth_keys[k].vni == a.vni)
 					ai = (uint32_t)k;
 		}
 		fi_addr_t uid = (flags & FI_AV_USER_ID) ? fi_addr[i] : FI_ADDR_NOTAVAIL;
-		fi_addr_t fa = insert_one(av, &in[i], ai, uid);
+		fi_addr_t fa = insert_one(av, &a, ai, uid);
 		if (fa != FI_ADDR_NOTAVAIL) {
 			if (!(flags & FI_AV_USER_ID) && uid == FI_ADDR_NOTAVAIL)
 				av->tab[fa].user_id = fa;
@@ -252,10 +253,10 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *
 	int ret = cxip_av_lookup_addr(av, fi_addr, &a, NULL);
 	if (ret)
 		return ret;
-	memcpy(addr, &a, *addrlen < sizeof(a) ? *addrlen : sizeof(a));
+	memcpy(addr, &a, *addrlen < cxip_addrlen ? *addrlen : cxip_addrlen);
 	size_t have = *addrlen;
-	*addrlen = sizeof(a);
-	return have < sizeof(a) ? -FI_ETOOSMALL : 0;
+	*addrlen = cxip_addrlen;
+	return have < cxip_addrlen ? -FI_ETOOSMALL : 0;
 }
 
 static const char *av_straddr(struct fid_av *fid, const void *addr, char *buf, size_t *len)
@@ -263,8 +264,7 @@ static const char *av_straddr(struct fid_av *fid, const void *addr, char *buf, s
 	(void)fid;
 	if (!addr || !buf || !len)
 		return NULL;
-	struct cxip_addr a;
-	memcpy(&a, addr, sizeof(a));
+	struct cxip_addr a = cxip_addr_load(addr);
 	char tmp[32];
 	int n = snprintf(tmp, sizeof(tmp), "fi_addr_cxi://0x%08x", cxip_addr_first32(&a));
 	if (*len)

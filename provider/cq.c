@@ -106,7 +106,8 @@ static void set_source_error(struct cxip_cq *cq, struct cxip_ep *ep, const struc
 	memcpy(cq->err_data.addr, &a, sizeof(a));
 	cq->err_data.auth_key_addr = ep->av ? cxip_av_auth_key_addr(ep->av, e->src_vni) : FI_ADDR_NOTAVAIL;
 	cq->err.err_data = &cq->err_data;
-	cq->err.err_data_size = sizeof(cq->err_data);
+	/* 4-byte address mode: the application reads err_data as its 4-byte address. */
+	cq->err.err_data_size = cxip_addrlen == 4 ? 4 : sizeof(cq->err_data);
 }
 
 /* Source of a receive completion, or FI_ADDR_NOTAVAIL.  *unknown tells FI_SOURCE_ERR to fire. */

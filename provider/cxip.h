@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
@@ -140,6 +141,21 @@ struct cxip_addr {
 	uint16_t pad2;
 };
 _Static_assert(sizeof(struct cxip_addr) == 8, "cxi address is 8 bytes");
+
+/* Bytes of an address as the application sees it: 8 (libfabric 1.20's layout, with the VNI), or 4 (the
+ * layout of cxi providers built for libfabric before 1.20, which applications compiled against those
+ * headers hard-code, e.g. Mercury 2.4 built on Debian's libfabric 1.17): CXISIM_CXI_ADDR_BYTES=4. */
+extern size_t cxip_addrlen;
+
+/* Read an application-supplied address of cxip_addrlen bytes. */
+static inline struct cxip_addr cxip_addr_load(const void *p)
+{
+	struct cxip_addr a;
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, p, cxip_addrlen);
+	a.pad = 0;
+	return a;
+}
 
 static inline uint32_t cxip_addr_first32(const struct cxip_addr *a)
 {

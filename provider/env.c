@@ -128,8 +128,13 @@ static void env_mr(void)
 	env_bool("prov_key_cache", "Enable provider key MR caching", &cxip_env.prov_key_cache);
 }
 
+size_t cxip_addrlen = sizeof(struct cxip_addr);
+
 void cxip_env_init(void)
 {
+	const char *ab = getenv("CXISIM_CXI_ADDR_BYTES");
+	if (ab && atoi(ab) == 4)
+		cxip_addrlen = 4;
 	env_match_mode();
 	env_rendezvous();
 	env_buffers();

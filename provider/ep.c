@@ -397,14 +397,14 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 		return -FI_EINVAL;
 	struct cxip_addr a = { .nic = ep->nic_addr, .pid = ep->pid, .vni = 0 };
 	size_t have = *addrlen;
-	*addrlen = sizeof(a);
-	if (have < sizeof(a))
+	*addrlen = cxip_addrlen;
+	if (have < cxip_addrlen)
 		return -FI_ETOOSMALL;
 	if (!addr)
 		return -FI_EINVAL;
 	if (!ep->enabled && ep->pid == CXIP_PID_ANY)
 		return -FI_EOPBADSTATE; /* the pid is chosen when the endpoint is enabled */
-	memcpy(addr, &a, sizeof(a));
+	memcpy(addr, &a, cxip_addrlen);
 	return 0;
 }
 
@@ -613,10 +613,10 @@ static int ep_check_info(const struct cxip_domain *dom, const struct fi_info *in
 	if (info->rx_attr && (info->rx_attr->size > CXIP_MAX_RX_SIZE || info->rx_attr->iov_limit > 1))
 		return -FI_EINVAL;
 	if (info->src_addr) {
-		if (info->src_addrlen < sizeof(struct cxip_addr))
+		if (info->src_addrlen < cxip_addrlen)
 			return -FI_EINVAL;
-		const struct cxip_addr *a = info->src_addr;
-		if (a->nic != dom->nic_addr)
+		struct cxip_addr a = cxip_addr_load(info->src_addr);
+		if (a.nic != dom->nic_addr)
 			return -FI_EINVAL;
 	}
 	return 0;
@@ -659,7 +659,7 @@ int cxip_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	}
 	ep->pid = CXIP_PID_ANY;
 	if (info->src_addr)
-		ep->pid = ((const struct cxip_addr *)info->src_addr)->pid;
+		ep->pid = cxip_addr_load(info->src_addr).pid;
 	ep->nic_addr = dom->nic_addr;
 	ep->min_multi_recv = CXIP_EP_MIN_MULTI_RECV;
 	ep->rnr_max_timeout_us = (uint64_t)cxip_env.rnr_max_timeout_us;

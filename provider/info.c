@@ -533,14 +533,14 @@ static struct fi_info *offer_build(const struct ctl_nic_info *nic, const struct 
 		fi->rx_attr->total_buffered_recv = 0;
 	}
 	struct cxip_addr src = { .nic = nic->addr, .pid = CXIP_PID_ANY };
-	fi->src_addr = malloc(sizeof(src));
+	fi->src_addr = calloc(1, sizeof(src));
 	fi->nic = nic_alloc(nic->addr, nic->index, vni);
 	if (!fi->domain_attr->name || !fi->fabric_attr->name || !fi->src_addr || !fi->nic) {
 		fi_freeinfo(fi);
 		return NULL;
 	}
-	memcpy(fi->src_addr, &src, sizeof(src));
-	fi->src_addrlen = sizeof(src);
+	memcpy(fi->src_addr, &src, cxip_addrlen);
+	fi->src_addrlen = cxip_addrlen;
 	return fi;
 }
 
@@ -605,9 +605,9 @@ static int resolve_addrs(const char *node, const char *service, uint64_t flags, 
 	if (hints && hints->src_addr) {
 		if (hints->addr_format != FI_ADDR_CXI && hints->addr_format != FI_FORMAT_UNSPEC)
 			return -FI_ENODATA;
-		if (hints->src_addrlen < sizeof(struct cxip_addr))
+		if (hints->src_addrlen < cxip_addrlen)
 			return -FI_EINVAL;
-		memcpy(&r->src, hints->src_addr, sizeof(r->src));
+		r->src = cxip_addr_load(hints->src_addr);
 		r->have_src = true;
 		r->src_index = -2;
 		for (uint32_t i = 0; i < rep->nnics; i++)
@@ -617,9 +617,9 @@ static int resolve_addrs(const char *node, const char *service, uint64_t flags, 
 			return -FI_ENODATA;
 	}
 	if (hints && hints->dest_addr) {
-		if (hints->dest_addrlen < sizeof(struct cxip_addr))
+		if (hints->dest_addrlen < cxip_addrlen)
 			return -FI_EINVAL;
-		memcpy(&r->dest, hints->dest_addr, sizeof(r->dest));
+		r->dest = cxip_addr_load(hints->dest_addr);
 		r->have_dest = true;
 	}
 	return 0;
@@ -627,15 +627,17 @@ static int resolve_addrs(const char *node, const char *service, uint64_t flags, 
 
 static int set_addrs(struct fi_info *fi, const struct addr_req *r)
 {
-	struct cxip_addr *src = fi->src_addr;
-	if (r->have_src)
-		src->pid = r->src.pid;
+	if (r->have_src) {
+		struct cxip_addr src = cxip_addr_load(fi->src_addr);
+		src.pid = r->src.pid;
+		memcpy(fi->src_addr, &src, cxip_addrlen);
+	}
 	if (r->have_dest) {
-		fi->dest_addr = malloc(sizeof(r->dest));
+		fi->dest_addr = calloc(1, sizeof(r->dest));
 		if (!fi->dest_addr)
 			return -FI_ENOMEM;
-		memcpy(fi->dest_addr, &r->dest, sizeof(r->dest));
-		fi->dest_addrlen = sizeof(r->dest);
+		memcpy(fi->dest_addr, &r->dest, cxip_addrlen);
+		fi->dest_addrlen = cxip_addrlen;
 	}
 	return 0;
 }

@@ -22,7 +22,7 @@ static const char default_scenario[] =
 	"{\n"
 	"  \"name\": \"emulation-default\",\n"
 	"  \"seed\": 1,\n"
-	"  \"fabric\": {\"topology\": \"direct\", \"endpoints\": 64},\n"
+	"  \"fabric\": {\"topology\": \"direct\", \"endpoints\": 65},\n"
 	"  \"nic\": {},\n"
 	"  \"emulation\": {\"nodes\": 32, \"nics_per_node\": 2}\n"
 	"}\n";

@@ -37,6 +37,7 @@ enum placement_policy {
 struct emu_cfg {
 	uint32_t nodes;
 	uint32_t nics_per_node;
+	uint32_t first_nic;
 	enum placement_policy placement;
 	enum cxisim_time_mode time_mode;
 	double slowdown;         /* realtime: virtual seconds per wall second = 1 / slowdown */

@@ -3,7 +3,10 @@
  *
  *   emulation:
  *     nodes: 32            # simulated nodes real processes may be placed on (0: all NICs / nics_per_node)
- *     nics_per_node: 2     # cxi0..cxiN-1 of each node; node k owns NIC addresses k*N .. k*N+N-1
+ *     nics_per_node: 2     # cxi0..cxiN-1 of each node; node k owns NIC addresses
+ *                          # first_nic + k*N .. first_nic + k*N + N-1
+ *     first_nic: 1         # NIC address 0 is left unused: no Slingshot NIC has address 0, and some
+ *                          # software (Mercury) takes an all-zero cxi address for "none"
  *     placement: auto      # auto | node0 | round_robin | rank
  *     time_mode: realtime  # the virtual-time lockstep is a later mode
  *     slowdown: 1.0        # realtime: wall seconds per virtual second
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 
 #include "../model.h"
+#include "../fabric/fabric.h"
 #include "../nic/nic.h"
 #include "../util.h"
 #include "daemon.h"
@@ -26,6 +30,8 @@ static const struct param emu_params[] = {
 	{ "realtime_lead_us", "us", 100, 0, 1e6,
 	  "assumed: the engine may run this far ahead of the wall clock, so one wake-up serves a whole exchange" },
 	{ "max_clients", "count", 4096, 1, 1 << 20, "resource guard on attached processes" },
+	{ "first_nic", "count", 1, 0, FABRIC_MAX_NICS - 1,
+	  "NIC addresses are algorithmic MACs, never 0 on a real fabric; Mercury rejects an all-zero address" },
 };
 
 static const char *const placements[] = { "auto", "node0", "round_robin", "rank", NULL };
@@ -39,11 +45,14 @@ static void emu_build(struct sim *sim, const struct cfg *c)
 	uint32_t nodes = (uint32_t)param_get_u64(c, &emu_params[0]);
 	if (!nics)
 		cfg_fail(c, "nodes", "the emulation needs a 'nic' section with at least one NIC");
+	e->first_nic = (uint32_t)param_get_u64(c, &emu_params[5]);
+	if (e->first_nic >= nics)
+		cfg_fail(c, "first_nic", "%u is not a NIC of the scenario (%u NICs)", e->first_nic, nics);
 	if (!nodes)
-		nodes = nics / e->nics_per_node;
-	if (!nodes || (uint64_t)nodes * e->nics_per_node > nics)
-		cfg_fail(c, "nodes", "%u nodes x %u NICs per node exceed the %u NICs of the scenario", nodes,
-			 e->nics_per_node, nics);
+		nodes = (nics - e->first_nic) / e->nics_per_node;
+	if (!nodes || e->first_nic + (uint64_t)nodes * e->nics_per_node > nics)
+		cfg_fail(c, "nodes", "%u nodes x %u NICs per node from NIC %u exceed the %u NICs of the scenario", nodes,
+			 e->nics_per_node, e->first_nic, nics);
 	e->nodes = nodes;
 	e->placement = (enum placement_policy)cfg_enum(c, "placement", PLACE_AUTO, placements);
 	e->time_mode = (enum cxisim_time_mode)cfg_enum(c, "time_mode", CXISIM_TIME_REALTIME, time_modes);
@@ -82,7 +91,7 @@ int emu_place(struct emu_cfg *e, int32_t requested_node, int32_t rank)
 
 uint32_t emu_nic_addr(const struct emu_cfg *e, uint32_t node, uint32_t index)
 {
-	return node * e->nics_per_node + index;
+	return e->first_nic + node * e->nics_per_node + index;
 }
 
 static struct model emu_model = {

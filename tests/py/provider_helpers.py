@@ -94,7 +94,7 @@ def foreign_env(env):
 DEFAULT_SCENARIO = {
     "name": "provider-test",
     "seed": 1,
-    "fabric": {"topology": "direct", "endpoints": 16, "latency_ns": 350},
+    "fabric": {"topology": "direct", "endpoints": 17, "latency_ns": 350},
     "nic": {},
     "emulation": {"nodes": 8, "nics_per_node": 2},
 }

@@ -38,12 +38,12 @@ def wait_line(proc, prefix, timeout=30):
 
 def test_sigkill_client_mid_transfer(daemon):
     env = daemon.env()
-    env["CXISIM_NODE"] = "0"
+    env["CXISIM_NODE"] = "0"  # node 0 owns NIC addresses 1 and 2 (NIC 0 is left unused)
     server = subprocess.Popen([prog("prov_stream"), "server", "77", "1"], stdout=subprocess.PIPE, text=True, env=env)
     wait_line(server, "READY")
     cenv = daemon.env()
     cenv["CXISIM_NODE"] = "3"
-    victim = subprocess.Popen([prog("prov_stream"), "client", "0", "77", "0"], stdout=subprocess.PIPE, text=True,
+    victim = subprocess.Popen([prog("prov_stream"), "client", "1", "77", "0"], stdout=subprocess.PIPE, text=True,
                               env=cenv)
     wait_line(victim, "STREAMING")
     time.sleep(0.3)  # 1 MiB messages in flight
@@ -61,7 +61,7 @@ def test_sigkill_client_mid_transfer(daemon):
     assert st["endpoints"] == 1, "the killed client's endpoint is gone"
     assert st["queues"] == before["queues"] // 2, "its command and event queues are freed"
     # A fresh client still gets through to the same server, which then finishes normally.
-    r = subprocess.run([prog("prov_stream"), "client", "0", "77", "20"], capture_output=True, text=True, env=cenv,
+    r = subprocess.run([prog("prov_stream"), "client", "1", "77", "20"], capture_output=True, text=True, env=cenv,
                        timeout=120)
     assert r.returncode == 0 and "PASSED prov_stream client" in r.stdout, r.stdout + r.stderr
     out, _ = server.communicate(timeout=60)
