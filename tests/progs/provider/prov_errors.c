@@ -149,16 +149,20 @@ static void check_domain_options(void)
 {
 	struct t_ep t;
 	t_open(&t, FI_TAGGED);
-	bool v = false;
+	/* Defaults follow FI_CXI_PROV_KEY_CACHE / FI_CXI_OPTIMIZED_MRS (on unless set to 0). */
+	const char *e_cache = getenv("FI_CXI_PROV_KEY_CACHE"), *e_opt = getenv("FI_CXI_OPTIMIZED_MRS");
+	bool want_cache = !(e_cache && !strcmp(e_cache, "0")), want_opt = !(e_opt && !strcmp(e_opt, "0"));
+	bool v = !want_cache;
 	T_OK(fi_control(&t.dom->fid, FI_OPT_CXI_GET_PROV_KEY_CACHE, &v));
-	T_CHECK(v, "FI_CXI_PROV_KEY_CACHE defaults to on");
+	T_CHECK(v == want_cache, "provider key cache %s (FI_CXI_PROV_KEY_CACHE=%s)", v ? "on" : "off",
+		e_cache ? e_cache : "unset");
 	v = false;
 	T_OK(fi_control(&t.dom->fid, FI_OPT_CXI_SET_PROV_KEY_CACHE, &v));
 	v = true;
 	T_OK(fi_control(&t.dom->fid, FI_OPT_CXI_GET_PROV_KEY_CACHE, &v));
 	T_CHECK(!v, "fi_control sets the provider key cache off");
 	T_OK(fi_control(&t.dom->fid, FI_OPT_CXI_GET_OPTIMIZED_MRS, &v));
-	T_CHECK(v, "FI_CXI_OPTIMIZED_MRS defaults to on");
+	T_CHECK(v == want_opt, "optimized MRs %s (FI_CXI_OPTIMIZED_MRS=%s)", v ? "on" : "off", e_opt ? e_opt : "unset");
 	bool me = true;
 	struct fi_fid_var var = { .name = FI_OPT_CXI_SET_MR_MATCH_EVENTS, .val = &me };
 	T_OK(fi_control(&t.dom->fid, FI_SET_VAL, &var));
@@ -166,8 +170,10 @@ static void check_domain_options(void)
 	T_OK(fi_get_val(&t.dom->fid, FI_OPT_CXI_GET_MR_MATCH_EVENTS, &me));
 	T_CHECK(me, "fi_set_val / fi_get_val on MR match events");
 	char mode[16];
+	const char *e_mode = getenv("FI_CXI_RX_MATCH_MODE");
 	T_OK(fi_control(&t.dom->fid, FI_OPT_CXI_GET_RX_MATCH_MODE_OVERRIDE, mode));
-	T_CHECK(!strcmp(mode, "hardware"), "match mode default: %s", mode);
+	T_CHECK(!strcmp(mode, e_mode ? e_mode : "hardware"), "match mode: %s (FI_CXI_RX_MATCH_MODE=%s)", mode,
+		e_mode ? e_mode : "unset");
 	T_CHECK(fi_control(&t.dom->fid, FI_OPT_CXI_SET_RX_MATCH_MODE_OVERRIDE, "bogus") == -FI_EINVAL,
 		"bad match mode: -FI_EINVAL");
 	T_OK(fi_control(&t.dom->fid, FI_OPT_CXI_SET_RX_MATCH_MODE_OVERRIDE, "hybrid"));
