@@ -53,14 +53,20 @@ void clock_step(struct daemon *d)
 	if (until > sim_now(d->sim))
 		sim_run_until(d->sim, until);
 	publish_vt(d);
-	for (struct client *c = d->clients; c; c = c->next)
-		for (struct obj *o = c->objs; o; o = o->next)
-			if (o->kind == OBJ_QUEUE && ((struct dqueue *)o)->bl_head)
-				queue_flush_backlog((struct dqueue *)o);
+	if (d->nbacklogged)
+		for (struct client *c = d->clients; c; c = c->next)
+			for (struct obj *o = c->objs; o; o = o->next)
+				if (o->kind == OBJ_QUEUE && ((struct dqueue *)o)->bl_head)
+					queue_flush_backlog((struct dqueue *)o);
 	simtime_t next;
 	ev_timer_stop(d->loop, &d->step_timer);
-	if (!sim_next_event_time(d->sim, &next))
+	if (!sim_next_event_time(d->sim, &next)) {
+		if (d->nbacklogged) {
+			ev_timer_set(&d->step_timer, 1e-3, 0);
+			ev_timer_start(d->loop, &d->step_timer);
+		}
 		return;
+	}
 	/* Wake when the next event comes within the lead of the wall clock. */
 	double delay = 0;
 	if (next > d->emu->lead) {
@@ -69,6 +75,8 @@ void clock_step(struct daemon *d)
 		if (due > now)
 			delay = (double)(due - now) * 1e-12 * d->emu->slowdown;
 	}
+	if (d->nbacklogged && delay > 1e-3)
+		delay = 1e-3; /* a full event queue is retried until its process has read it */
 	ev_timer_set(&d->step_timer, delay, 0);
 	ev_timer_start(d->loop, &d->step_timer);
 }

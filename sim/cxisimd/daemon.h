@@ -104,6 +104,10 @@ struct dep {
 	struct dop *ops;      /* live operations (doubly linked) */
 	uint64_t nops;
 	bool fatal;
+	bool closing;
+	uint32_t close_seq;
+	simtime_t close_deadline;
+	sim_timer close_timer;
 	struct peek_state *peek; /* peek.c: messages taken by FI_PEEK */
 };
 
@@ -171,6 +175,7 @@ struct daemon {
 	struct client *clients;
 	uint32_t nclients;
 	uint32_t next_client_id;
+	uint32_t nbacklogged; /* event queues holding events that did not fit yet */
 	struct pool op_pool;
 	struct pool backlog_pool;
 	bool quiet;
@@ -194,6 +199,9 @@ void daemon_check_idle(struct daemon *d);
 /* endpoint.c */
 int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_open_rep *rep);
 void ep_close(struct dep *ep);
+/* fi_close of an endpoint: transmit operations already handed to the NIC finish first (up to a bound);
+ * returns true when the reply is deferred. */
+bool ep_close_request(struct dep *ep, uint32_t seq);
 int ep_ctrl(struct client *c, const struct ctl_ep_ctrl_req *req, void *rep, size_t *rep_len);
 void ep_drain_cmdq(struct dep *ep);
 int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, bool *deferred);

@@ -67,6 +67,8 @@ void queue_flush_backlog(struct dqueue *q)
 		q->bl_count--;
 		pool_put(&d->backlog_pool, b);
 		any = true;
+		if (!q->bl_head)
+			d->nbacklogged--;
 	}
 	if (any)
 		evq_doorbell(q);
@@ -85,10 +87,12 @@ static void evq_post(struct dqueue *q, const void *data, uint16_t nslots)
 	b->next = NULL;
 	b->nslots = nslots;
 	memcpy(b->data, data, (size_t)nslots * RING_SLOT);
-	if (q->bl_tail)
+	if (q->bl_tail) {
 		q->bl_tail->next = b;
-	else
+	} else {
 		q->bl_head = b;
+		d->nbacklogged++;
+	}
 	q->bl_tail = b;
 	q->bl_count++;
 	(*d->st_backlogged)++;
@@ -528,6 +532,7 @@ int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_o
 void ep_close(struct dep *ep)
 {
 	struct client *c = ep->o.c;
+	sim_timer_cancel(c->d->sim, &ep->close_timer);
 	/* Closing the software endpoint frees its PtlTEs, LEs and queues on the NIC; operations still in flight
 	 * are abandoned (their completions would have nowhere to go). */
 	sw_ep_close(ep->sw);
@@ -548,6 +553,50 @@ void ep_close(struct dep *ep)
 			((struct dmr *)o)->ep = NULL;
 	client_del_obj(c, &ep->o);
 	free(ep);
+}
+
+static bool tx_in_flight(const struct dep *ep)
+{
+	for (const struct dop *op = ep->ops; op; op = op->next)
+		if (op->op != CXS_CMD_RECV)
+			return true;
+	return false;
+}
+
+#define CLOSE_POLL SIM_US(10)
+#define CLOSE_MAX SIM_MS(1000)
+
+static void close_poll(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct dep *ep = obj;
+	(void)arg;
+	if (tx_in_flight(ep) && sim_now(sim) < ep->close_deadline) {
+		ep->close_timer = sim_timer_start(sim, CLOSE_POLL, close_poll, ep, 0);
+		return;
+	}
+	struct client *c = ep->o.c;
+	uint32_t seq = ep->close_seq;
+	ep_close(ep);
+	server_reply(c, seq, 0, NULL, 0, NULL, 0);
+}
+
+bool ep_close_request(struct dep *ep, uint32_t seq)
+{
+	if (ep->closing)
+		return true;
+	ep_drain_cmdq(ep);
+	if (!tx_in_flight(ep) || ep->fatal) {
+		ep_close(ep);
+		return false;
+	}
+	/* As the driver waits for a command queue to drain before freeing it, sends and RMA the NIC already
+	 * holds (inject operations have no completion to wait for) are delivered before the endpoint goes. */
+	struct sim *sim = ep->o.c->d->sim;
+	ep->closing = true;
+	ep->close_seq = seq;
+	ep->close_deadline = sim_now(sim) + CLOSE_MAX;
+	ep->close_timer = sim_timer_start(sim, CLOSE_POLL, close_poll, ep, 0);
+	return true;
 }
 
 int ep_ctrl(struct client *c, const struct ctl_ep_ctrl_req *req, void *rep, size_t *rep_len)

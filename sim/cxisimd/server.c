@@ -97,6 +97,8 @@ static void queue_free(struct dqueue *q)
 	struct daemon *d = q->o.c->d;
 	if (q->kind == QUEUE_CMD)
 		ev_io_stop(d->loop, &q->io);
+	if (q->bl_head)
+		d->nbacklogged--;
 	while (q->bl_head) {
 		struct backlog *b = q->bl_head;
 		q->bl_head = b->next;
@@ -223,8 +225,7 @@ static int obj_close(struct client *c, struct obj *o, uint32_t seq)
 {
 	switch (o->kind) {
 	case OBJ_EP:
-		ep_close((struct dep *)o);
-		return 0;
+		return ep_close_request((struct dep *)o, seq) ? 1 : 0;
 	case OBJ_MR: {
 		bool deferred = false;
 		int ret = mr_close((struct dmr *)o, seq, &deferred);
@@ -382,6 +383,11 @@ static void handle_request(struct client *c, const char *buf, size_t n)
 	}
 	struct daemon *d = c->d;
 	clock_catch_up(d);
+	/* Program order across the two channels: commands the process queued before this request (a send
+	 * before an MR close or an endpoint close) reach the NIC first. */
+	for (struct obj *o = c->objs; o; o = o->next)
+		if (o->kind == OBJ_EP)
+			ep_drain_cmdq((struct dep *)o);
 	switch (h.op) {
 	case CTL_ATTACH:
 		NEED(struct ctl_attach_req);

@@ -14,6 +14,7 @@ PROGRAMS = {
     "prov_mr_close": "RMA after MR close: FI_EIO without the key cache, hazard with it; match events",
     "prov_rnr": "RNR: late receive retried, timeout FI_EIO prov_errno 18",
     "prov_cq": "CQ formats, wait fd and fi_trywait, truncation, cancel, directed receive, counters",
+    "prov_cq_overflow": "a 16-entry CQ receiving 300 completions unread: held by the daemon, none lost",
 }
 
 
