@@ -301,6 +301,8 @@ static void on_comp(void *ctx, struct sw_ep *ep, const struct sw_comp *c)
 	if (c->flags & FI_SEND) {
 		if (c->err) {
 			cs->st.send_errors++;
+			if (c->err == FI_ENOTCONN)
+				cs->st.vni_drops++; /* C_RC_VNI_NOT_FOUND: the target does not accept our VNI */
 			s->failed = true;
 			if (s->pending & PEND_RESP)
 				sw_cancel(cs->procs[slot_client(cs, s)].ep, s);
@@ -573,10 +575,10 @@ static void clients_summary(struct sim *sim, FILE *f)
 		(unsigned long long)st->server_errors, (unsigned long long)st->canceled);
 	fprintf(f, "\"queued\": %llu, \"max_queue\": %u, \"max_inflight_per_process\": %u, "
 		   "\"max_inflight_per_target\": %u, \"eagain\": %llu, \"mr_hazards\": %llu, \"rnr_nacks\": %llu, "
-		   "\"rnr_retries\": %llu, ",
+		   "\"rnr_retries\": %llu, \"vni_drops\": %llu, ",
 		(unsigned long long)st->queued, st->max_queue, st->max_inflight, st->max_per_target,
 		(unsigned long long)st->eagain, (unsigned long long)hazards, (unsigned long long)nacks,
-		(unsigned long long)rnr_retries);
+		(unsigned long long)rnr_retries, (unsigned long long)st->vni_drops);
 	rpc_put_fatal(f, &cs->fatal);
 	fputs(", ", f);
 	put_hist(f, "latency_ns", cs->lat);

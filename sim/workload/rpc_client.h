@@ -37,7 +37,7 @@ struct rpc_proc {
 
 struct rpc_client_stats {
 	uint64_t started, attempts, attempts_at_open, completed, completed_in_window, timeouts, retries, failed;
-	uint64_t unexpected, send_errors, recv_errors, server_errors, canceled, queued, eagain;
+	uint64_t unexpected, send_errors, recv_errors, server_errors, canceled, queued, eagain, vni_drops;
 	uint64_t bulk_bytes_in_window;
 	uint64_t active;        /* slots not idle */
 	uint64_t outstanding;   /* gauge: dispatched RPCs */

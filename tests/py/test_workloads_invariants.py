@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from workloads_common import SMALL
+from workloads_common import BULK, SMALL
 
 
 
@@ -135,6 +135,7 @@ def test_vni_mismatch_delivers_nothing(run_scenario):
     c, s = m["rpc_client"], m["rpc_server"]
     assert s["requests"] == 0, s
     assert c["send_errors"] > 0 and c["completed"] == 0 and c["failed"] == c["started"], c
+    assert c["vni_drops"] == c["send_errors"], c
 
 
 def test_rnr_protocol_retries_instead_of_unexpected(run_scenario):
@@ -146,3 +147,35 @@ def test_rnr_protocol_retries_instead_of_unexpected(run_scenario):
     assert m["rpc_server"]["onloaded"] == 0  # RNR has no unexpected list to onload
     accounting(m)
     assert c["completed"] > 100
+
+
+def test_key_cache_without_deadlines_exposes_closed_mrs(run_scenario):
+    # 8 clients behind a 40 us handler: most bulk RPCs time out (30 us) and the client closes its MR; the
+    # server's RMA read then lands in memory the key cache left exposed.
+    _, m = run_scenario(BULK, {"deadlines": "false"})
+    c, s = m["rpc_client"], m["rpc_server"]
+    assert c["timeouts"] > 0 and c["mr_hazards"] > 0, c
+    assert s["bulk"]["deadline_skips"] == 0 and s["bulk"]["rma_errors"] == 0, s["bulk"]
+    assert c["stuck"] == 0 and c["started"] == c["completed"] + c["failed"], c
+
+
+def test_transfer_deadlines_prevent_hazards(run_scenario):
+    # Seed 000 4.3: D_server = T + T_timeout, D_client = T + 2 T_timeout.  The server skips late RMAs and the
+    # client keeps its MR until after the server's deadline: no access to a closed region.
+    _, m = run_scenario(BULK, {"deadlines": "true"})
+    c, s = m["rpc_client"], m["rpc_server"]
+    assert s["bulk"]["deadline_skips"] > 0, s["bulk"]
+    assert c["mr_hazards"] == 0, c
+    # Every attempt ended by the server's error answer or, when that came after D_client, by the cancel.
+    assert c["server_errors"] + c["canceled"] == c["attempts"] == s["bulk"]["deadline_skips"], (c, s["bulk"])
+    assert c["stuck"] == 0 and c["started"] == c["completed"] + c["failed"], c
+
+
+def test_without_the_cache_a_late_rma_fails_cleanly(run_scenario):
+    # Standard MRs without the key cache: the closed MR's LE is gone, so the late RMA completes in error at
+    # the server (FI_EIO) and nothing is touched.
+    _, m = run_scenario(BULK, {"deadlines": "false", "cache": "false", "method": "standard"})
+    c, s = m["rpc_client"], m["rpc_server"]
+    assert c["timeouts"] > 0 and c["mr_hazards"] == 0, c
+    assert s["bulk"]["rma_errors"] > 0, s["bulk"]
+    assert c["stuck"] == 0, c

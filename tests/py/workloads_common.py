@@ -41,3 +41,38 @@ rpc_client:
 stats:
   timeseries_interval_ns: 5000
 """
+
+
+# Bulk RPCs on the direct fabric: one server thread, clients 1 in flight, provider settings per MR method.
+BULK = """\
+name: bulk
+seed: 5
+fabric:
+  topology: direct
+  endpoints: 9
+nic: {}
+cxi:
+  env:
+    optimized_mrs: false
+    prov_key_cache: {{ cache | default("true") }}
+    mr_match_events: false
+rpc_server:
+  strategy: multi_recv
+  nics_per_node: 1
+  first_nic: 8
+  service_ns: {{ service_ns | default(40000) }}
+rpc_client:
+  processes: {{ clients | default(8) }}
+  processes_per_node: 1
+  nics_per_node: 1
+  in_flight: 1
+  timeout_us: {{ timeout_us | default(30) }}
+  drain: true
+  warmup_us: 0
+  measure_us: {{ measure_us | default(1000) }}
+  bulk:
+    bytes: 65536
+    op: write
+    mr_method: {{ method | default("prov_key_cache") }}
+    deadlines: {{ deadlines | default("false") }}
+"""
