@@ -125,3 +125,11 @@ def test_fig9_order_of_methods(fig9):
 
 def test_fig9_match_events_about_2us(fig9):
     band("fig9_match_events_reg_dereg_ns", sum(fig9["match_events"]))
+
+
+def test_fig5_fi_source_beats_header_parsing(run_scenario):
+    # Seed 000 3.3: resolving the source in the provider (FI_SOURCE + FI_AV_USER_ID) sustains a higher rate
+    # than unpacking the address from the header and looking it up.
+    _, fast = run_scenario("scenarios/fig5-rpc-rate.yaml.j2", {"clients": 416, "source_lookup": "fi_source_user_id"})
+    _, slow = run_scenario("scenarios/fig5-rpc-rate.yaml.j2", {"clients": 416, "source_lookup": "header"})
+    assert rate(slow) < 0.9 * rate(fast), (rate(slow), rate(fast))
