@@ -1,10 +1,14 @@
-/* Hierarchical radix queue; the design and its invariants are described in evq.h.
+/* Hierarchical radix queue with a sorted bottom; the design is described in evq.h.
  *
- * Invariants (I1-I3), with digit(t, L) = bits [8L, 8L+8) of t:
+ * Invariants, with digit(t, L) = bits [B*L, B*L+B) of t, B = EVQ_BITS:
  *  I1  cur <= every pending time.
- *  I2  an event with time t is at level L = highest digit where t and cur differ (0 if t == cur), in slot
- *      digit(t, L); hence at level L >= 1 every slot index is > digit(cur, L).
- *  I3  all events of one time sit in one slot, in push order (level 0: in seq order).
+ *  I2  an event whose time t differs from cur in a digit >= 1 sits at level L = the highest such digit, in
+ *      slot digit(t, L); at level L every occupied slot index is therefore > digit(cur, L).  Every other
+ *      event (level 0) is in the run or in a late list.
+ *  I3  the run is sorted by (time, seq); each late list holds one exact time, sorted by seq; every chain
+ *      is in push order.
+ *  I4  for one time, entries in the run precede (were pushed before) entries in late lists: an event goes
+ *      late only when the run's last entry sorts after it, and then no run entry of its time can follow.
  * A cascade keeps I2 for everything outside the cascaded slot because it only changes digits of cur below
  * that slot's level; popping sets cur to the popped time, which only changes digit 0.
  */
@@ -15,16 +19,10 @@
 
 #include "util.h"
 
-/* 64 entries (2.5 KiB) per block: long enough that block hops are rare in a cascade, short enough that
- * the partly filled tail blocks of up to 7 x 256 slots stay a few MiB. */
-#define EVQ_BLK 64
 #define EVQ_CHUNK 64 /* blocks per allocation */
 #define NIL UINT32_MAX
-
-struct evq_blk {
-	struct evq_blk *next;
-	struct evq_entry e[EVQ_BLK];
-};
+/* Below this many entries the run is insertion-sorted; above, two stable counting-sort passes. */
+#define EVQ_SMALL_SORT 32
 
 struct evq_chunk {
 	struct evq_chunk *next;
@@ -39,9 +37,9 @@ struct evq_node {
 void evq_init(struct evq *q)
 {
 	memset(q, 0, sizeof(*q));
-	q->l0_min = EVQ_SLOTS;
-	memset(q->l0_head, 0xff, sizeof(q->l0_head));
-	memset(q->l0_tail, 0xff, sizeof(q->l0_tail));
+	q->late_min = EVQ_SLOTS;
+	q->late_time = UINT64_MAX;
+	memset(q->late, 0xff, sizeof(q->late));
 	q->node_free = NIL;
 }
 
@@ -53,7 +51,14 @@ void evq_free(struct evq *q)
 		free(c);
 	}
 	free(q->node);
+	free(q->run);
+	free(q->tmp);
 	evq_init(q);
+}
+
+static inline bool key_less(const struct evq_entry *a, const struct evq_entry *b)
+{
+	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
 
 /* ---- bitmaps ---- */
@@ -132,7 +137,7 @@ static inline bool chain_add(struct evq *q, struct evq_chain *c, const struct ev
 		c->tail = b;
 		c->n = 0;
 	}
-	b->e[c->n++] = *e;
+	evq_blk_put_entry_(c, e);
 	return was_empty;
 }
 
@@ -151,12 +156,14 @@ static void chain_move(struct evq *q, struct evq_chain *dst, struct evq_chain *s
 			chain_add(q, dst, &b->e[k]);
 		blk_put(q, b);
 	}
-	src->head = src->tail = NULL;
-	src->n = 0;
+	*src = (struct evq_chain){ NULL, NULL, 0 };
 }
 
-static inline void level_add(struct evq *q, unsigned l, unsigned s, const struct evq_entry *e)
+/* File e at level >= 1; x = e->time ^ cur >= EVQ_SLOTS (I2). */
+static inline void level_add(struct evq *q, uint64_t x, const struct evq_entry *e)
 {
+	unsigned l = (unsigned)(63 - __builtin_clzll(x)) / EVQ_BITS;
+	unsigned s = (unsigned)(e->time >> (l * EVQ_BITS)) & (EVQ_SLOTS - 1);
 	if (chain_add(q, &q->slot[l][s], e)) {
 		bit_set(&q->bits[l], s);
 		q->level_mask |= 1u << l;
@@ -174,7 +181,140 @@ static struct evq_chain level_take(struct evq *q, unsigned l, unsigned s)
 	return c;
 }
 
-/* ---- level 0 ---- */
+/* ---- level 0: the run ---- */
+
+static inline bool run_empty(const struct evq *q) { return q->run_head == q->run_tail; }
+
+/* Room for one more entry at the tail; the consumed prefix is reclaimed first. */
+static void run_grow(struct evq *q)
+{
+	if (q->run_head > 0) {
+		memmove(q->run, q->run + q->run_head, (size_t)(q->run_tail - q->run_head) * sizeof(*q->run));
+		q->run_tail -= q->run_head;
+		q->run_head = 0;
+		if (q->run_tail < q->run_cap)
+			return;
+	}
+	if (q->run_cap >= UINT32_MAX / 2)
+		die("event queue: level-0 run full");
+	q->run_cap = q->run_cap ? q->run_cap * 2 : 1024;
+	q->run = xrealloc(q->run, (size_t)q->run_cap * sizeof(*q->run));
+}
+
+static inline void run_append(struct evq *q, const struct evq_entry *e)
+{
+	if (q->run_tail == q->run_cap)
+		run_grow(q);
+	q->run[q->run_tail++] = *e;
+}
+
+/* Stable insertion sort of a[0..n) by time, or by (time, seq) when sequence numbers came out of order. */
+static void sort_insertion(struct evq_entry *a, uint32_t n, bool by_seq)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		if (by_seq ? !key_less(&a[i], &a[i - 1]) : a[i].time >= a[i - 1].time)
+			continue;
+		struct evq_entry v = a[i];
+		uint32_t j = i;
+		do {
+			a[j] = a[j - 1];
+			j--;
+		} while (j > 0 && (by_seq ? key_less(&v, &a[j - 1]) : v.time < a[j - 1].time));
+		a[j] = v;
+	}
+}
+
+static void tmp_reserve(struct evq *q, uint32_t n)
+{
+	if (q->tmp_cap >= n)
+		return;
+	while (q->tmp_cap < n)
+		q->tmp_cap = q->tmp_cap ? q->tmp_cap * 2 : 1024;
+	free(q->tmp);
+	q->tmp = xmalloc((size_t)q->tmp_cap * sizeof(*q->tmp));
+}
+
+static void run_reserve(struct evq *q, uint32_t n)
+{
+	if (q->run_cap >= n)
+		return;
+	while (q->run_cap < n)
+		q->run_cap = q->run_cap ? q->run_cap * 2 : 1024;
+	free(q->run);
+	q->run = xmalloc((size_t)q->run_cap * sizeof(*q->run));
+}
+
+/* Half digits for the two counting-sort passes of the run. */
+#define LO_BITS (EVQ_BITS / 2)
+#define HI_BITS (EVQ_BITS - LO_BITS)
+#define LO_MASK ((1u << LO_BITS) - 1)
+#define HI_MASK ((1u << HI_BITS) - 1)
+
+/* Redistribute the detached chain c relative to the new cur: entries that now fall in level 0 become the
+ * run (empty on entry), sorted; the rest go to their lower level.  The run's times differ only in the
+ * lowest digit (I2), so two stable counting passes over half a digit each sort it in linear time, the
+ * first reading straight from the chain; stability keeps push order, which is seq order unless a caller
+ * pushed sequence numbers out of order.  Small runs are insertion-sorted instead. */
+static void cascade(struct evq *q, struct evq_chain *c)
+{
+	uint32_t lo[1u << LO_BITS] = { 0 }, hi[1u << HI_BITS] = { 0 }, n0 = 0;
+	for (struct evq_blk *b = c->head, *nx; b; b = nx) {
+		nx = b->next;
+		/* Blocks are scattered: fetch the next one while this one is read (one line per entry read
+		 * covers its 40-byte entries at the same pace). */
+		const char *pf = nx ? (const char *)nx : (const char *)b;
+		for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++) {
+			const struct evq_entry *e = &b->e[k];
+			uint64_t x = e->time ^ q->cur;
+			__builtin_prefetch(pf + k * sizeof(*e));
+			if (x < EVQ_SLOTS) {
+				lo[e->time & LO_MASK]++;
+				hi[(e->time >> LO_BITS) & HI_MASK]++;
+				n0++;
+			} else {
+				level_add(q, x, e);
+			}
+		}
+	}
+	run_reserve(q, n0);
+	if (n0 <= EVQ_SMALL_SORT) {
+		for (struct evq_blk *b = c->head, *nx; b; b = nx) {
+			nx = b->next;
+			for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++)
+				if ((b->e[k].time ^ q->cur) < EVQ_SLOTS)
+					q->run[q->run_tail++] = b->e[k];
+			blk_put(q, b);
+		}
+		sort_insertion(q->run, n0, q->seq_disorder);
+		return;
+	}
+	tmp_reserve(q, n0);
+	for (uint32_t d = 0, sl = 0, sh = 0; d < (1u << HI_BITS); d++) {
+		uint32_t t;
+		if (d < (1u << LO_BITS)) {
+			t = lo[d];
+			lo[d] = sl;
+			sl += t;
+		}
+		t = hi[d];
+		hi[d] = sh;
+		sh += t;
+	}
+	for (struct evq_blk *b = c->head, *nx; b; b = nx) {
+		nx = b->next;
+		for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++)
+			if ((b->e[k].time ^ q->cur) < EVQ_SLOTS)
+				q->tmp[lo[b->e[k].time & LO_MASK]++] = b->e[k];
+		blk_put(q, b);
+	}
+	for (uint32_t i = 0; i < n0; i++)
+		q->run[hi[(q->tmp[i].time >> LO_BITS) & HI_MASK]++] = q->tmp[i];
+	q->run_tail = n0;
+	if (q->seq_disorder)
+		sort_insertion(q->run, n0, true); /* only equal-time groups can still be out of order */
+}
+
+/* ---- level 0: late lists ---- */
 
 static inline uint32_t node_get(struct evq *q)
 {
@@ -185,7 +325,7 @@ static inline uint32_t node_get(struct evq *q)
 	}
 	if (q->node_used == q->node_cap) {
 		if (q->node_cap >= NIL / 2)
-			die("event queue: level-0 arena full");
+			die("event queue: late-list arena full");
 		q->node_cap = q->node_cap ? q->node_cap * 2 : 1024;
 		q->node = xrealloc(q->node, (size_t)q->node_cap * sizeof(*q->node));
 	}
@@ -198,80 +338,96 @@ static inline void node_put(struct evq *q, uint32_t i)
 	q->node_free = i;
 }
 
-/* Insert node i into slot s before the first node with a larger seq.  Only reached when a caller pushes
+/* Insert node i into list s before the first node with a larger seq.  Only reached when a caller pushes
  * sequence numbers out of push order (the engine never does), so a list walk is fine. */
-static void l0_insert_sorted(struct evq *q, unsigned s, uint32_t i)
+static void late_insert_sorted(struct evq *q, unsigned s, uint32_t i)
 {
 	uint64_t seq = q->node[i].e.seq;
-	uint32_t prev = NIL, cur = q->l0_head[s];
-	while (cur != NIL && q->node[cur].e.seq <= seq) {
-		prev = cur;
-		cur = q->node[cur].next;
+	uint32_t prev = NIL, c = q->late[s].head;
+	while (c != NIL && q->node[c].e.seq <= seq) {
+		prev = c;
+		c = q->node[c].next;
 	}
-	q->node[i].next = cur;
+	q->node[i].next = c;
 	if (prev == NIL)
-		q->l0_head[s] = i;
+		q->late[s].head = i;
 	else
 		q->node[prev].next = i;
-	if (cur == NIL)
-		q->l0_tail[s] = i;
+	if (c == NIL)
+		q->late[s].tail = i;
 }
 
-static inline void l0_add(struct evq *q, const struct evq_entry *e)
+static void late_add(struct evq *q, const struct evq_entry *e)
 {
 	unsigned s = (unsigned)e->time & (EVQ_SLOTS - 1);
 	uint32_t i = node_get(q);
 	struct evq_node *n = &q->node[i];
-	uint32_t t = q->l0_tail[s];
+	struct evq_late *l = &q->late[s];
 	n->e = *e;
 	n->next = NIL;
-	if (t == NIL) {
-		q->l0_head[s] = q->l0_tail[s] = i;
-		bit_set(&q->l0_bits, s);
-		if (s < q->l0_min)
-			q->l0_min = s;
-	} else if (q->node[t].e.seq <= e->seq) {
-		q->node[t].next = i;
-		q->l0_tail[s] = i;
+	if (l->tail == NIL) {
+		l->head = l->tail = i;
+		bit_set(&q->late_bits, s);
+		if (s < q->late_min) {
+			q->late_min = s;
+			q->late_time = e->time;
+		}
+	} else if (q->node[l->tail].e.seq <= e->seq) {
+		q->node[l->tail].next = i;
+		l->tail = i;
 	} else {
-		l0_insert_sorted(q, s, i);
+		late_insert_sorted(q, s, i);
 	}
 }
 
-/* ---- placement, cascade, rollback ---- */
-
-/* File e by the highest digit where its time differs from cur (I2). */
-static inline void place(struct evq *q, const struct evq_entry *e)
+static inline const struct evq_entry *late_head(const struct evq *q)
 {
-	uint64_t x = e->time ^ q->cur;
-	if (x < EVQ_SLOTS) {
-		l0_add(q, e);
-		return;
-	}
-	unsigned l = (unsigned)(63 - __builtin_clzll(x)) / EVQ_BITS;
-	level_add(q, l, (unsigned)(e->time >> (l * EVQ_BITS)) & (EVQ_SLOTS - 1), e);
+	return &q->node[q->late[q->late_min].head].e;
 }
+
+static void late_pop(struct evq *q, struct evq_entry *out)
+{
+	unsigned s = q->late_min;
+	struct evq_late *l = &q->late[s];
+	uint32_t i = l->head;
+	*out = q->node[i].e;
+	l->head = q->node[i].next;
+	if (l->head == NIL) {
+		l->tail = NIL;
+		bit_clear(&q->late_bits, s);
+		q->late_min = bit_next(&q->late_bits, s + 1);
+		q->late_time = q->late_min == EVQ_SLOTS ? UINT64_MAX
+							: (out->time & ~(uint64_t)(EVQ_SLOTS - 1)) | q->late_min;
+	}
+	node_put(q, i);
+}
+
+/* ---- rollback and cascade ---- */
 
 /* Move cur down to `to` (< cur) so that an event below cur can be filed.  With D the highest digit where
  * `to` and cur differ, everything at levels < D shares digits >= D with the old cur, so relative to `to`
- * it all belongs in one slot of level D, which I2 guarantees is empty; levels >= D are unaffected.  Slots
- * are copied one after the other, each in its own order, so per-time order (I3) holds.  Rare (once per
- * sim_run_until that stopped before the next event), so copying rather than splicing keeps chains simple. */
+ * it all belongs in one slot of level D, which I2 guarantees is empty; levels >= D are unaffected.  The
+ * run, then the late lists, then each slot are copied in their own order, so per-time order holds (I3,
+ * I4).  Rare (once per sim_run_until that stopped before the next event), so copying is fine. */
 static void rollback(struct evq *q, uint64_t to)
 {
 	unsigned d = (unsigned)(63 - __builtin_clzll(to ^ q->cur)) / EVQ_BITS;
 	if (d > 0) {
 		struct evq_chain c = { NULL, NULL, 0 };
-		for (unsigned s = bit_next(&q->l0_bits, 0); s < EVQ_SLOTS; s = bit_next(&q->l0_bits, s + 1)) {
-			for (uint32_t i = q->l0_head[s], nx; i != NIL; i = nx) {
+		for (uint32_t k = q->run_head; k < q->run_tail; k++)
+			chain_add(q, &c, &q->run[k]);
+		q->run_head = q->run_tail = 0;
+		for (unsigned s = bit_next(&q->late_bits, 0); s < EVQ_SLOTS; s = bit_next(&q->late_bits, s + 1)) {
+			for (uint32_t i = q->late[s].head, nx; i != NIL; i = nx) {
 				nx = q->node[i].next;
 				chain_add(q, &c, &q->node[i].e);
 				node_put(q, i);
 			}
-			q->l0_head[s] = q->l0_tail[s] = NIL;
+			q->late[s].head = q->late[s].tail = NIL;
 		}
-		memset(&q->l0_bits, 0, sizeof(q->l0_bits));
-		q->l0_min = EVQ_SLOTS;
+		memset(&q->late_bits, 0, sizeof(q->late_bits));
+		q->late_min = EVQ_SLOTS;
+		q->late_time = UINT64_MAX;
 		for (unsigned l = 1; l < d; l++) {
 			if (!(q->level_mask & (1u << l)))
 				continue;
@@ -292,19 +448,20 @@ static void rollback(struct evq *q, uint64_t to)
 	q->cur = to;
 }
 
-/* Make level 0 non-empty: redistribute the lowest non-empty slot of the lowest non-empty level until some
- * event lands in level 0.  False when the queue is empty. */
+/* Level 0 is empty: redistribute the lowest non-empty slot of the lowest non-empty level until some events
+ * land in level 0, and sort them into the run.  False when the queue is empty. */
 static bool refill(struct evq *q)
 {
-	while (q->l0_min == EVQ_SLOTS) {
+	q->run_head = q->run_tail = 0;
+	while (q->run_tail == 0) {
 		if (!q->level_mask)
 			return false;
 		unsigned l = (unsigned)__builtin_ctz(q->level_mask);
 		unsigned s = bit_next(&q->bits[l], 0);
 		struct evq_chain c = level_take(q, l, s);
 		if (c.head == c.tail) {
-			/* One block: its exact minimum is cheap to find and becomes the reference, so the minimum
-			 * lands in level 0 now instead of cascading level by level (sparse queues). */
+			/* One block: its exact minimum is cheap to find and becomes the reference, so at least
+			 * the minimum lands in level 0 now instead of cascading level by level (sparse queues). */
 			uint64_t m = c.head->e[0].time;
 			for (uint32_t k = 1; k < c.n; k++)
 				if (c.head->e[k].time < m)
@@ -314,55 +471,74 @@ static bool refill(struct evq *q)
 			/* The slot's base: keeps digits above l, digit l = s, zeros below; <= all its events. */
 			q->cur = (q->cur & ~low_digits(l + 1)) | ((uint64_t)s << (l * EVQ_BITS));
 		}
-		for (struct evq_blk *b = c.head, *nx; b; b = nx) {
-			nx = b->next;
-			uint32_t n = chain_blk_n(&c, b);
-			/* Blocks are scattered: fetch the next one while this one is placed (one line per entry
-			 * read covers its 40-byte entries at the same pace). */
-			const char *pf = nx ? (const char *)nx : (const char *)b;
-			for (uint32_t k = 0; k < n; k++) {
-				__builtin_prefetch(pf + k * sizeof(struct evq_entry));
-				place(q, &b->e[k]);
-			}
-			blk_put(q, b); /* freed at once: the next block taken is this cache-hot one */
-		}
+		cascade(q, &c);
 	}
 	return true;
 }
 
-/* ---- interface ---- */
+/* ---- interface (slow paths; the fast paths are inline in evq.h) ---- */
 
-void evq_push(struct evq *q, const struct evq_entry *e)
+void evq_push_slow(struct evq *q, const struct evq_entry *e)
 {
+	/* seq_next == 0: first push, a wrapped counter, or disorder already seen (which keeps every later
+	 * push on this path, because the inline fast paths assume increasing sequence numbers). */
+	if (e->seq < q->seq_next || q->seq_next == 0)
+		q->seq_disorder |= q->pushed;
+	q->seq_next = q->seq_disorder ? 0 : e->seq + 1;
+	q->pushed = true;
 	if (e->time < q->cur)
 		rollback(q, e->time < q->floor ? e->time : q->floor);
-	place(q, e);
+	uint64_t x = e->time ^ q->cur;
+	if (x >= EVQ_SLOTS) {
+		level_add(q, x, e);
+	} else if (run_empty(q)) {
+		q->run_head = q->run_tail = 0;
+		run_append(q, e);
+	} else if (!key_less(e, &q->run[q->run_tail - 1])) {
+		run_append(q, e);
+	} else {
+		late_add(q, e);
+	}
 	q->size++;
 }
 
-bool evq_peek(struct evq *q, struct evq_entry *out)
+/* The smallest level-0 entry, refilling level 0 first if needed; NULL when the queue is empty.  Sets
+ * *from_run to where it is. */
+static const struct evq_entry *head(struct evq *q, bool *from_run)
 {
-	if (q->l0_min == EVQ_SLOTS && !refill(q))
+	if (q->late_min == EVQ_SLOTS) {
+		if (run_empty(q) && !refill(q))
+			return NULL;
+		*from_run = true;
+		return &q->run[q->run_head];
+	}
+	const struct evq_entry *l = late_head(q);
+	*from_run = !run_empty(q) && key_less(&q->run[q->run_head], l);
+	return *from_run ? &q->run[q->run_head] : l;
+}
+
+bool evq_peek_slow(struct evq *q, struct evq_entry *out)
+{
+	bool from_run;
+	const struct evq_entry *h = head(q, &from_run);
+	if (!h)
 		return false;
-	*out = q->node[q->l0_head[q->l0_min]].e;
+	*out = *h;
 	return true;
 }
 
-bool evq_pop(struct evq *q, struct evq_entry *out)
+bool evq_pop_slow(struct evq *q, struct evq_entry *out)
 {
-	if (q->l0_min == EVQ_SLOTS && !refill(q))
+	bool from_run;
+	const struct evq_entry *h = head(q, &from_run);
+	if (!h)
 		return false;
-	unsigned s = q->l0_min;
-	uint32_t i = q->l0_head[s];
-	struct evq_node *n = &q->node[i];
-	*out = n->e;
-	q->l0_head[s] = n->next;
-	if (n->next == NIL) {
-		q->l0_tail[s] = NIL;
-		bit_clear(&q->l0_bits, s);
-		q->l0_min = bit_next(&q->l0_bits, s + 1);
+	if (from_run) {
+		*out = *h;
+		q->run_head++;
+	} else {
+		late_pop(q, out);
 	}
-	node_put(q, i);
 	/* Level 0 shares every digit but the lowest with cur, so this keeps I2 and makes cur exact. */
 	q->cur = q->floor = out->time;
 	q->size--;
