@@ -61,6 +61,12 @@ static inline bool key_less(const struct evq_entry *a, const struct evq_entry *b
 	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
 
+size_t evq_mem_bytes(const struct evq *q)
+{
+	return q->nchunks * sizeof(struct evq_chunk) + (size_t)q->node_cap * sizeof(struct evq_node) +
+	       ((size_t)q->run_cap + q->tmp_cap) * sizeof(struct evq_entry);
+}
+
 /* ---- bitmaps ---- */
 
 static inline void bit_set(struct evq_bitmap *m, unsigned i)
@@ -107,6 +113,7 @@ static struct evq_blk *blk_get(struct evq *q)
 		struct evq_chunk *c = xmalloc(sizeof(*c));
 		c->next = q->chunks;
 		q->chunks = c;
+		q->nchunks++;
 		for (unsigned i = 0; i < EVQ_CHUNK; i++) {
 			c->b[i].next = q->blk_free;
 			q->blk_free = &c->b[i];
@@ -164,8 +171,8 @@ static inline void level_add(struct evq *q, uint64_t x, const struct evq_entry *
 {
 	unsigned l = (unsigned)(63 - __builtin_clzll(x)) / EVQ_BITS;
 	unsigned s = (unsigned)(e->time >> (l * EVQ_BITS)) & (EVQ_SLOTS - 1);
-	if (chain_add(q, &q->slot[l][s], e)) {
-		bit_set(&q->bits[l], s);
+	if (chain_add(q, &q->slot[l - 1][s], e)) {
+		bit_set(&q->bits[l - 1], s);
 		q->level_mask |= 1u << l;
 	}
 }
@@ -173,10 +180,10 @@ static inline void level_add(struct evq *q, uint64_t x, const struct evq_entry *
 /* Detach slot s of level l (non-empty). */
 static struct evq_chain level_take(struct evq *q, unsigned l, unsigned s)
 {
-	struct evq_chain c = q->slot[l][s];
-	q->slot[l][s] = (struct evq_chain){ NULL, NULL, 0 };
-	bit_clear(&q->bits[l], s);
-	if (!q->bits[l].sum)
+	struct evq_chain c = q->slot[l - 1][s];
+	q->slot[l - 1][s] = (struct evq_chain){ NULL, NULL, 0 };
+	bit_clear(&q->bits[l - 1], s);
+	if (!q->bits[l - 1].sum)
 		q->level_mask &= ~(1u << l);
 	return c;
 }
@@ -250,68 +257,119 @@ static void run_reserve(struct evq *q, uint32_t n)
 #define LO_MASK ((1u << LO_BITS) - 1)
 #define HI_MASK ((1u << HI_BITS) - 1)
 
-/* Redistribute the detached chain c relative to the new cur: entries that now fall in level 0 become the
- * run (empty on entry), sorted; the rest go to their lower level.  The run's times differ only in the
- * lowest digit (I2), so two stable counting passes over half a digit each sort it in linear time, the
- * first reading straight from the chain; stability keeps push order, which is seq order unless a caller
- * pushed sequence numbers out of order.  Small runs are insertion-sorted instead. */
-static void cascade(struct evq *q, struct evq_chain *c)
+/* The run is sorted by two stable counting passes, each over half of the lowest digit (its times differ
+ * in nothing else, I2): linear time, 64 buckets per pass, so the scatter stays within a few cache lines
+ * per bucket.  Stability keeps push order, which is seq order unless a caller pushed sequence numbers out
+ * of order (then equal-time groups get a final insertion pass).  Small runs are insertion-sorted. */
+struct evq_hist {
+	uint32_t lo[1u << LO_BITS], hi[1u << HI_BITS];
+};
+
+static inline void hist_add(struct evq_hist *h, uint64_t t)
 {
-	uint32_t lo[1u << LO_BITS] = { 0 }, hi[1u << HI_BITS] = { 0 }, n0 = 0;
+	h->lo[t & LO_MASK]++;
+	h->hi[(t >> LO_BITS) & HI_MASK]++;
+}
+
+/* Counts to starting offsets. */
+static void hist_prefix(struct evq_hist *h)
+{
+	for (uint32_t d = 0, sl = 0, sh = 0; d < (1u << HI_BITS); d++) {
+		uint32_t t;
+		if (d < (1u << LO_BITS)) {
+			t = h->lo[d];
+			h->lo[d] = sl;
+			sl += t;
+		}
+		t = h->hi[d];
+		h->hi[d] = sh;
+		sh += t;
+	}
+}
+
+/* Second pass: tmp[0..n), ordered by the low half digit, into the run by the high half digit. */
+static void run_from_tmp(struct evq *q, struct evq_hist *h, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		q->run[h->hi[(q->tmp[i].time >> LO_BITS) & HI_MASK]++] = q->tmp[i];
+	q->run_tail = n;
+	if (q->seq_disorder)
+		sort_insertion(q->run, n, true); /* only equal-time groups can still be out of order */
+}
+
+/* Blocks are scattered: while block b is read, fetch its successor (one line per entry read covers the
+ * 40-byte entries at the same pace). */
+static inline void prefetch_next(const struct evq_blk *b, uint32_t k)
+{
+	if (b->next)
+		__builtin_prefetch((const char *)b->next + k * sizeof(struct evq_entry));
+}
+
+/* Cascade of a level-1 slot: relative to the new cur every entry is in level 0 (they share digits >= 1),
+ * so the chain is sorted straight into the run (empty on entry): count, scatter from the chain to tmp,
+ * scatter to the run. */
+static void cascade_to_run(struct evq *q, struct evq_chain *c)
+{
+	if (c->head == c->tail && c->n <= EVQ_SMALL_SORT) {
+		/* Sparse queues: a slot of a few events, copied and insertion-sorted. */
+		run_reserve(q, c->n);
+		memcpy(q->run, c->head->e, c->n * sizeof(*q->run));
+		q->run_tail = c->n;
+		blk_put(q, c->head);
+		sort_insertion(q->run, c->n, q->seq_disorder);
+		return;
+	}
+	struct evq_hist h = { { 0 }, { 0 } };
+	uint32_t n0 = 0;
+	for (struct evq_blk *b = c->head; b; b = b->next)
+		for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++) {
+			prefetch_next(b, k);
+			hist_add(&h, b->e[k].time);
+			n0++;
+		}
+	run_reserve(q, n0);
+	tmp_reserve(q, n0);
+	hist_prefix(&h);
 	for (struct evq_blk *b = c->head, *nx; b; b = nx) {
 		nx = b->next;
-		/* Blocks are scattered: fetch the next one while this one is read (one line per entry read
-		 * covers its 40-byte entries at the same pace). */
-		const char *pf = nx ? (const char *)nx : (const char *)b;
+		for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++)
+			q->tmp[h.lo[b->e[k].time & LO_MASK]++] = b->e[k];
+		blk_put(q, b);
+	}
+	run_from_tmp(q, &h, n0);
+}
+
+/* Cascade of a slot of level >= 2: most entries go to lower levels, so one pass files them, appending the
+ * few that fall in level 0 to the run, and frees each block as soon as it is read (the blocks the
+ * filing takes next are then these cache-hot ones); the run is sorted afterwards. */
+static void cascade_down(struct evq *q, struct evq_chain *c)
+{
+	struct evq_hist h = { { 0 }, { 0 } };
+	for (struct evq_blk *b = c->head, *nx; b; b = nx) {
+		nx = b->next;
 		for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++) {
 			const struct evq_entry *e = &b->e[k];
 			uint64_t x = e->time ^ q->cur;
-			__builtin_prefetch(pf + k * sizeof(*e));
+			prefetch_next(b, k);
 			if (x < EVQ_SLOTS) {
-				lo[e->time & LO_MASK]++;
-				hi[(e->time >> LO_BITS) & HI_MASK]++;
-				n0++;
+				run_append(q, e);
+				hist_add(&h, e->time);
 			} else {
 				level_add(q, x, e);
 			}
 		}
+		blk_put(q, b);
 	}
-	run_reserve(q, n0);
+	uint32_t n0 = q->run_tail;
 	if (n0 <= EVQ_SMALL_SORT) {
-		for (struct evq_blk *b = c->head, *nx; b; b = nx) {
-			nx = b->next;
-			for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++)
-				if ((b->e[k].time ^ q->cur) < EVQ_SLOTS)
-					q->run[q->run_tail++] = b->e[k];
-			blk_put(q, b);
-		}
 		sort_insertion(q->run, n0, q->seq_disorder);
 		return;
 	}
 	tmp_reserve(q, n0);
-	for (uint32_t d = 0, sl = 0, sh = 0; d < (1u << HI_BITS); d++) {
-		uint32_t t;
-		if (d < (1u << LO_BITS)) {
-			t = lo[d];
-			lo[d] = sl;
-			sl += t;
-		}
-		t = hi[d];
-		hi[d] = sh;
-		sh += t;
-	}
-	for (struct evq_blk *b = c->head, *nx; b; b = nx) {
-		nx = b->next;
-		for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++)
-			if ((b->e[k].time ^ q->cur) < EVQ_SLOTS)
-				q->tmp[lo[b->e[k].time & LO_MASK]++] = b->e[k];
-		blk_put(q, b);
-	}
+	hist_prefix(&h);
 	for (uint32_t i = 0; i < n0; i++)
-		q->run[hi[(q->tmp[i].time >> LO_BITS) & HI_MASK]++] = q->tmp[i];
-	q->run_tail = n0;
-	if (q->seq_disorder)
-		sort_insertion(q->run, n0, true); /* only equal-time groups can still be out of order */
+		q->tmp[h.lo[q->run[i].time & LO_MASK]++] = q->run[i];
+	run_from_tmp(q, &h, n0);
 }
 
 /* ---- level 0: late lists ---- */
@@ -431,17 +489,17 @@ static void rollback(struct evq *q, uint64_t to)
 		for (unsigned l = 1; l < d; l++) {
 			if (!(q->level_mask & (1u << l)))
 				continue;
-			for (unsigned s = bit_next(&q->bits[l], 0); s < EVQ_SLOTS; s = bit_next(&q->bits[l], s + 1))
-				chain_move(q, &c, &q->slot[l][s]);
-			memset(&q->bits[l], 0, sizeof(q->bits[l]));
+			for (unsigned s = bit_next(&q->bits[l - 1], 0); s < EVQ_SLOTS; s = bit_next(&q->bits[l - 1], s + 1))
+				chain_move(q, &c, &q->slot[l - 1][s]);
+			memset(&q->bits[l - 1], 0, sizeof(q->bits[l - 1]));
 			q->level_mask &= ~(1u << l);
 		}
 		if (c.head) {
 			unsigned s = (unsigned)(q->cur >> (d * EVQ_BITS)) & (EVQ_SLOTS - 1);
-			if (q->slot[d][s].head)
+			if (q->slot[d - 1][s].head)
 				die("event queue: rollback target slot %u/%u not empty", d, s);
-			q->slot[d][s] = c;
-			bit_set(&q->bits[d], s);
+			q->slot[d - 1][s] = c;
+			bit_set(&q->bits[d - 1], s);
 			q->level_mask |= 1u << d;
 		}
 	}
@@ -457,11 +515,12 @@ static bool refill(struct evq *q)
 		if (!q->level_mask)
 			return false;
 		unsigned l = (unsigned)__builtin_ctz(q->level_mask);
-		unsigned s = bit_next(&q->bits[l], 0);
+		unsigned s = bit_next(&q->bits[l - 1], 0);
 		struct evq_chain c = level_take(q, l, s);
-		if (c.head == c.tail) {
+		if (l > 1 && c.head == c.tail) {
 			/* One block: its exact minimum is cheap to find and becomes the reference, so at least
-			 * the minimum lands in level 0 now instead of cascading level by level (sparse queues). */
+			 * the minimum lands in level 0 now instead of cascading level by level (sparse queues).
+			 * (From level 1 everything lands in level 0 with either reference.) */
 			uint64_t m = c.head->e[0].time;
 			for (uint32_t k = 1; k < c.n; k++)
 				if (c.head->e[k].time < m)
@@ -471,7 +530,10 @@ static bool refill(struct evq *q)
 			/* The slot's base: keeps digits above l, digit l = s, zeros below; <= all its events. */
 			q->cur = (q->cur & ~low_digits(l + 1)) | ((uint64_t)s << (l * EVQ_BITS));
 		}
-		cascade(q, &c);
+		if (l == 1)
+			cascade_to_run(q, &c);
+		else
+			cascade_down(q, &c);
 	}
 	return true;
 }

@@ -95,12 +95,13 @@ struct evq {
 	struct evq_late late[EVQ_SLOTS];
 	struct evq_node *node;
 	uint32_t node_cap, node_used, node_free;
-	/* Levels 1 .. EVQ_LEVELS-1 (index 0 unused). */
+	/* Levels 1 .. EVQ_LEVELS-1, at index L - 1. */
 	uint32_t level_mask; /* bit L: level L has a non-empty slot */
-	struct evq_bitmap bits[EVQ_LEVELS];
-	struct evq_chain slot[EVQ_LEVELS][EVQ_SLOTS];
+	struct evq_bitmap bits[EVQ_LEVELS - 1];
+	struct evq_chain slot[EVQ_LEVELS - 1][EVQ_SLOTS];
 	struct evq_blk *blk_free;
 	struct evq_chunk *chunks;
+	size_t nchunks;
 	/* Radix-sort buffer for the run. */
 	struct evq_entry *tmp;
 	uint32_t tmp_cap;
@@ -111,6 +112,8 @@ struct evq {
 
 void evq_init(struct evq *q);
 void evq_free(struct evq *q);
+/* Bytes of storage the queue holds (kept across shrinking and reused; grows only with a new peak). */
+size_t evq_mem_bytes(const struct evq *q);
 
 /* Out-of-line paths (evq.c); the inline functions below handle the common cases. */
 void evq_push_slow(struct evq *q, const struct evq_entry *e);
@@ -137,7 +140,7 @@ static inline void evq_push(struct evq *q, const struct evq_entry *e)
 	if (__builtin_expect(e->seq >= q->seq_next && q->seq_next != 0 && e->time >= q->cur, 1)) {
 		if (x >= EVQ_SLOTS) {
 			unsigned l = (unsigned)(63 - __builtin_clzll(x)) / EVQ_BITS;
-			struct evq_chain *c = &q->slot[l][(e->time >> (l * EVQ_BITS)) & (EVQ_SLOTS - 1)];
+			struct evq_chain *c = &q->slot[l - 1][(e->time >> (l * EVQ_BITS)) & (EVQ_SLOTS - 1)];
 			if (c->tail && c->n < EVQ_BLK) {
 				q->seq_next = e->seq + 1;
 				evq_blk_put_entry_(c, e);
