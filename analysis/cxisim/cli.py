@@ -45,7 +45,8 @@ def main(argv=None):
     try:
         return args._main(args) or 0
     except InputError as e:
-        print(str(e), file=sys.stderr)
+        if str(e):  # empty: the engine already printed the message
+            print(str(e), file=sys.stderr)
         return 2
     except RuntimeError as e:
         print(f"cxisim: {e}", file=sys.stderr)

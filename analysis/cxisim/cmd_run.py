@@ -22,9 +22,9 @@ def add_arguments(p):
     p.add_argument("--out", default="out", metavar="DIR", help="output root (default: out)")
     p.add_argument("--run", dest="run_name", default=None, metavar="NAME",
                    help="run directory name (default: seed<N> plus the --set values)")
-    p.add_argument("--progress", action="store_true",
-                   help="show the engine's progress line (virtual time, events/s, ETA) when stderr is a "
-                        "terminal")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress line (by default the engine draws one on stderr when stderr is a "
+                        "terminal: virtual time, events/s, ETA)")
 
 
 def main(args):
@@ -33,7 +33,7 @@ def main(args):
         raise InputError(f"--seed {args.seed}: expected a non-negative integer")
     sets = scn.parse_sets(args.sets)
     rundir = runmod.run_scenario(args.scenario, sets, seed=args.seed, out=args.out, run_name=args.run_name,
-                                 quiet=not args.progress)
+                                 quiet=args.quiet)
     print(rundir)
     sys.stdout.flush()
     return 0

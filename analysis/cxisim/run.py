@@ -36,7 +36,7 @@ def _missing_dirs(path):
     return out
 
 
-def run_scenario(path, sets=None, seed=None, out="out", run_name=None, quiet=True, doc=None):
+def run_scenario(path, sets=None, seed=None, out="out", run_name=None, quiet=False, doc=None):
     """Render and run; returns the run directory.  Raises InputError (exit 2) or RuntimeError."""
     sets = dict(sets or {})
     if doc is None:
@@ -62,13 +62,14 @@ def run_scenario(path, sets=None, seed=None, out="out", run_name=None, quiet=Tru
         cmd = [engine, "--config", os.path.join(tmp, "scenario.json"), "--out", tmp, "--source", path]
         if quiet:
             cmd.append("--quiet")
-        proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+        # The engine's stderr is ours: its progress line needs the terminal, and its config errors are
+        # already the one-line message the user should see.
+        sys.stderr.flush()
+        proc = subprocess.run(cmd)
         if proc.returncode == 2:
-            raise InputError(proc.stderr.strip())
+            raise InputError("")
         if proc.returncode != 0:
-            raise RuntimeError(f"engine failed (status {proc.returncode}): {proc.stderr.strip()}")
-        if proc.stderr and not quiet:
-            sys.stderr.write(proc.stderr)
+            raise RuntimeError(f"engine failed (status {proc.returncode}) on {path}")
         if os.path.exists(final):
             old = f"{final}.old-{os.getpid()}"
             os.rename(final, old)

@@ -153,7 +153,7 @@ def test_help_documents_every_option(cxisim):
     top = cxisim("--help", check=True).stdout
     assert "run" in top
     sub = cxisim("run", "--help", check=True).stdout
-    for opt in ("--set", "--seed", "--out", "--run", "--progress"):
+    for opt in ("--set", "--seed", "--out", "--run", "--quiet"):
         assert opt in sub
 
 
@@ -163,3 +163,34 @@ def test_engine_params_table(engine, args):
     out = subprocess.run([engine, *args], capture_output=True, text=True, check=True).stdout
     assert "| hold.pending | 10000 | count |" in out
     assert "provenance" in out
+
+
+def _run_on_pty(cmd, cwd):
+    """Run cmd with stderr on a pseudo-terminal; returns (status, what it wrote to stderr)."""
+    import pty
+    import subprocess
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(), b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_line_on_terminal_only(engine, tmp_path):
+    cfg = tmp_path / "s.json"
+    cfg.write_text('{"engine": {"event_limit": 200000}, "hold": {"pending": 100}}')
+    (tmp_path / "o").mkdir()
+    rc, err = _run_on_pty([engine, "--config", str(cfg), "--out", str(tmp_path / "o")], tmp_path)
+    assert rc == 0
+    assert "[cxisim] virtual" in err and "M events/s" in err and "ETA" in err, err
+    rc, err = _run_on_pty([engine, "--config", str(cfg), "--out", str(tmp_path / "o"), "--quiet"], tmp_path)
+    assert rc == 0 and "[cxisim]" not in err
