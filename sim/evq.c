@@ -241,7 +241,7 @@ static void tmp_reserve(struct evq *q, uint32_t n)
 	q->tmp = xmalloc((size_t)q->tmp_cap * sizeof(*q->tmp));
 }
 
-static void run_reserve(struct evq *q, uint32_t n)
+static inline void run_reserve(struct evq *q, uint32_t n)
 {
 	if (q->run_cap >= n)
 		return;
@@ -311,12 +311,15 @@ static inline void prefetch_next(const struct evq_blk *b, uint32_t k)
 static void cascade_to_run(struct evq *q, struct evq_chain *c)
 {
 	if (c->head == c->tail && c->n <= EVQ_SMALL_SORT) {
-		/* Sparse queues: a slot of a few events, copied and insertion-sorted. */
-		run_reserve(q, c->n);
-		memcpy(q->run, c->head->e, c->n * sizeof(*q->run));
-		q->run_tail = c->n;
+		/* Sparse queues: a slot of a few events (often one), copied and insertion-sorted. */
+		uint32_t n = c->n;
+		run_reserve(q, n);
+		for (uint32_t k = 0; k < n; k++)
+			q->run[k] = c->head->e[k];
+		q->run_tail = n;
 		blk_put(q, c->head);
-		sort_insertion(q->run, c->n, q->seq_disorder);
+		if (n > 1)
+			sort_insertion(q->run, n, q->seq_disorder);
 		return;
 	}
 	struct evq_hist h = { { 0 }, { 0 } };
