@@ -67,6 +67,18 @@ size_t evq_mem_bytes(const struct evq *q)
 	       ((size_t)q->run_cap + q->tmp_cap) * sizeof(struct evq_entry);
 }
 
+/* Capacity of a growing array (doubling, from 1024) that holds at least `need` entries.  Indices are
+ * 32-bit to keep the arrays' bookkeeping small; 2^31 entries (80 GiB) is beyond any machine here. */
+static uint32_t grown_cap(uint32_t cap, uint64_t need)
+{
+	if (need > (1u << 31))
+		die("event queue: more than 2^31 events in one array");
+	uint64_t c = cap ? cap : 1024;
+	while (c < need)
+		c *= 2;
+	return (uint32_t)c;
+}
+
 /* ---- bitmaps ---- */
 
 static inline void bit_set(struct evq_bitmap *m, unsigned i)
@@ -202,9 +214,7 @@ static void run_grow(struct evq *q)
 		if (q->run_tail < q->run_cap)
 			return;
 	}
-	if (q->run_cap >= UINT32_MAX / 2)
-		die("event queue: level-0 run full");
-	q->run_cap = q->run_cap ? q->run_cap * 2 : 1024;
+	q->run_cap = grown_cap(q->run_cap, (uint64_t)q->run_cap + 1);
 	q->run = xrealloc(q->run, (size_t)q->run_cap * sizeof(*q->run));
 }
 
@@ -231,22 +241,22 @@ static void sort_insertion(struct evq_entry *a, uint32_t n, bool by_seq)
 	}
 }
 
+/* Scratch for the run's sort; its contents need not survive. */
 static void tmp_reserve(struct evq *q, uint32_t n)
 {
 	if (q->tmp_cap >= n)
 		return;
-	while (q->tmp_cap < n)
-		q->tmp_cap = q->tmp_cap ? q->tmp_cap * 2 : 1024;
+	q->tmp_cap = grown_cap(q->tmp_cap, n);
 	free(q->tmp);
 	q->tmp = xmalloc((size_t)q->tmp_cap * sizeof(*q->tmp));
 }
 
+/* Room for n entries in the empty run. */
 static inline void run_reserve(struct evq *q, uint32_t n)
 {
 	if (q->run_cap >= n)
 		return;
-	while (q->run_cap < n)
-		q->run_cap = q->run_cap ? q->run_cap * 2 : 1024;
+	q->run_cap = grown_cap(q->run_cap, n);
 	free(q->run);
 	q->run = xmalloc((size_t)q->run_cap * sizeof(*q->run));
 }
@@ -385,9 +395,7 @@ static inline uint32_t node_get(struct evq *q)
 		return i;
 	}
 	if (q->node_used == q->node_cap) {
-		if (q->node_cap >= NIL / 2)
-			die("event queue: late-list arena full");
-		q->node_cap = q->node_cap ? q->node_cap * 2 : 1024;
+		q->node_cap = grown_cap(q->node_cap, (uint64_t)q->node_cap + 1);
 		q->node = xrealloc(q->node, (size_t)q->node_cap * sizeof(*q->node));
 	}
 	return q->node_used++;
@@ -492,7 +500,8 @@ static void rollback(struct evq *q, uint64_t to)
 		for (unsigned l = 1; l < d; l++) {
 			if (!(q->level_mask & (1u << l)))
 				continue;
-			for (unsigned s = bit_next(&q->bits[l - 1], 0); s < EVQ_SLOTS; s = bit_next(&q->bits[l - 1], s + 1))
+			struct evq_bitmap *m = &q->bits[l - 1];
+			for (unsigned s = bit_next(m, 0); s < EVQ_SLOTS; s = bit_next(m, s + 1))
 				chain_move(q, &c, &q->slot[l - 1][s]);
 			memset(&q->bits[l - 1], 0, sizeof(q->bits[l - 1]));
 			q->level_mask &= ~(1u << l);

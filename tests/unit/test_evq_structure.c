@@ -91,7 +91,8 @@ static void h_fini(struct harness *h)
 
 static struct evq_entry make(uint64_t time, uint64_t seq)
 {
-	return (struct evq_entry){ time, seq, dummy_fn, (void *)(uintptr_t)(seq * 8 + 8), seq ^ 0x9e3779b97f4a7c15ULL };
+	return (struct evq_entry){ time, seq, dummy_fn, (void *)(uintptr_t)(seq * 8 + 8),
+				   seq ^ 0x9e3779b97f4a7c15ULL };
 }
 
 static void h_push_seq(struct harness *h, uint64_t time, uint64_t seq)
@@ -107,7 +108,8 @@ static void h_push(struct harness *h, uint64_t time)
 	h_push_seq(h, time, h->seq++);
 }
 
-static void check_same(const struct evq_entry *got, const struct evq_entry *want, uint64_t pops, const char *what)
+static void check_same(const struct evq_entry *got, const struct evq_entry *want, uint64_t pops,
+		       const char *what)
 {
 	cr_assert(got->time == want->time && got->seq == want->seq, "%s %llu: got (%llu, %llu), want (%llu, %llu)",
 		  what, (unsigned long long)pops, (unsigned long long)got->time, (unsigned long long)got->seq,
