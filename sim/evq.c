@@ -323,13 +323,24 @@ static void cascade_to_run(struct evq *q, struct evq_chain *c)
 	if (c->head == c->tail && c->n <= EVQ_SMALL_SORT) {
 		/* Sparse queues: a slot of a few events (often one), copied and insertion-sorted. */
 		uint32_t n = c->n;
+		const struct evq_entry *e = c->head->e;
 		run_reserve(q, n);
-		for (uint32_t k = 0; k < n; k++)
-			q->run[k] = c->head->e[k];
+		struct evq_entry *a = q->run;
+		if (q->seq_disorder) {
+			memcpy(a, e, n * sizeof(*a));
+			sort_insertion(a, n, true);
+		} else {
+			for (uint32_t k = 0; k < n; k++) { /* insertion sort while copying */
+				uint32_t j = k;
+				while (j > 0 && e[k].time < a[j - 1].time) {
+					a[j] = a[j - 1];
+					j--;
+				}
+				a[j] = e[k];
+			}
+		}
 		q->run_tail = n;
 		blk_put(q, c->head);
-		if (n > 1)
-			sort_insertion(q->run, n, q->seq_disorder);
 		return;
 	}
 	struct evq_hist h = { { 0 }, { 0 } };
