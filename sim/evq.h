@@ -49,6 +49,7 @@ struct evq_entry {
 #define EVQ_SLOTS (1u << EVQ_BITS)                  /* slots per level */
 #define EVQ_WORDS (EVQ_SLOTS / 64)                  /* bitmap words per level */
 #define EVQ_LEVELS ((64 + EVQ_BITS - 1) / EVQ_BITS) /* levels covering a uint64 time */
+_Static_assert(EVQ_BITS >= 6 && EVQ_BITS <= 12, "a level's bitmap is 1 to 64 words under one summary word");
 
 /* Occupied slots of one level; bit k of `sum` says word k is non-zero, so finding the next occupied slot
  * is two ctz whatever the radix. */
