@@ -587,6 +587,19 @@ void evq_push_slow(struct evq *q, const struct evq_entry *e)
 	q->size++;
 }
 
+/* evq_push's fast path when the event is the first of its level >= 1 slot c (level l, slot s) and its
+ * sequence number and time need no further check. */
+void evq_push_first_(struct evq *q, struct evq_chain *c, unsigned l, unsigned s, const struct evq_entry *e)
+{
+	struct evq_blk *b = c->head = c->tail = blk_get(q);
+	b->e[0] = *e;
+	c->n = 1;
+	bit_set(&q->bits[l - 1], s);
+	q->level_mask |= 1u << l;
+	q->seq_next = e->seq + 1;
+	q->size++;
+}
+
 /* The smallest level-0 entry, refilling level 0 first if needed; NULL when the queue is empty.  Sets
  * *from_run to where it is. */
 static const struct evq_entry *head(struct evq *q, bool *from_run)

@@ -118,6 +118,7 @@ size_t evq_mem_bytes(const struct evq *q);
 
 /* Out-of-line paths (evq.c); the inline functions below handle the common cases. */
 void evq_push_slow(struct evq *q, const struct evq_entry *e);
+void evq_push_first_(struct evq *q, struct evq_chain *c, unsigned l, unsigned s, const struct evq_entry *e);
 bool evq_pop_slow(struct evq *q, struct evq_entry *out);
 bool evq_peek_slow(struct evq *q, struct evq_entry *out);
 
@@ -141,11 +142,17 @@ static inline void evq_push(struct evq *q, const struct evq_entry *e)
 	if (__builtin_expect(e->seq >= q->seq_next && q->seq_next != 0 && e->time >= q->cur, 1)) {
 		if (x >= EVQ_SLOTS) {
 			unsigned l = (unsigned)(63 - __builtin_clzll(x)) / EVQ_BITS;
-			struct evq_chain *c = &q->slot[l - 1][(e->time >> (l * EVQ_BITS)) & (EVQ_SLOTS - 1)];
-			if (c->tail && c->n < EVQ_BLK) {
+			unsigned s = (unsigned)(e->time >> (l * EVQ_BITS)) & (EVQ_SLOTS - 1);
+			struct evq_chain *c = &q->slot[l - 1][s];
+			if (__builtin_expect(c->tail != NULL, 1) && c->n < EVQ_BLK) {
 				q->seq_next = e->seq + 1;
 				evq_blk_put_entry_(c, e);
 				q->size++;
+				return;
+			}
+			if (!c->tail) {
+				/* First event of the slot: most events of a sparse queue. */
+				evq_push_first_(q, c, l, s, e);
 				return;
 			}
 		} else if (q->run_head != q->run_tail && q->run_tail < q->run_cap &&
