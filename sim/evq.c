@@ -315,34 +315,36 @@ static inline void prefetch_next(const struct evq_blk *b, uint32_t k)
 		__builtin_prefetch((const char *)b->next + k * sizeof(struct evq_entry));
 }
 
-/* Cascade of a level-1 slot: relative to the new cur every entry is in level 0 (they share digits >= 1),
- * so the chain is sorted straight into the run (empty on entry): count, scatter from the chain to tmp,
- * scatter to the run. */
+/* Cascade of a level-1 slot of one block of a few events (sparse queues: often one): copied into the run
+ * (empty on entry) with an insertion sort. */
+static inline void cascade_small(struct evq *q, struct evq_chain *c)
+{
+	uint32_t n = c->n;
+	const struct evq_entry *e = c->head->e;
+	run_reserve(q, n);
+	struct evq_entry *a = q->run;
+	if (q->seq_disorder) {
+		memcpy(a, e, n * sizeof(*a));
+		sort_insertion(a, n, true);
+	} else {
+		for (uint32_t k = 0; k < n; k++) { /* insertion sort while copying */
+			uint32_t j = k;
+			while (j > 0 && e[k].time < a[j - 1].time) {
+				a[j] = a[j - 1];
+				j--;
+			}
+			a[j] = e[k];
+		}
+	}
+	q->run_tail = n;
+	blk_put(q, c->head);
+}
+
+/* Cascade of a larger level-1 slot: relative to the new cur every entry is in level 0 (they share digits
+ * >= 1), so the chain is sorted straight into the run (empty on entry): count, scatter from the chain to
+ * tmp, scatter to the run. */
 static void cascade_to_run(struct evq *q, struct evq_chain *c)
 {
-	if (c->head == c->tail && c->n <= EVQ_SMALL_SORT) {
-		/* Sparse queues: a slot of a few events (often one), copied and insertion-sorted. */
-		uint32_t n = c->n;
-		const struct evq_entry *e = c->head->e;
-		run_reserve(q, n);
-		struct evq_entry *a = q->run;
-		if (q->seq_disorder) {
-			memcpy(a, e, n * sizeof(*a));
-			sort_insertion(a, n, true);
-		} else {
-			for (uint32_t k = 0; k < n; k++) { /* insertion sort while copying */
-				uint32_t j = k;
-				while (j > 0 && e[k].time < a[j - 1].time) {
-					a[j] = a[j - 1];
-					j--;
-				}
-				a[j] = e[k];
-			}
-		}
-		q->run_tail = n;
-		blk_put(q, c->head);
-		return;
-	}
 	struct evq_hist h = { { 0 }, { 0 } };
 	uint32_t n0 = 0;
 	for (struct evq_blk *b = c->head; b; b = b->next)
@@ -553,10 +555,12 @@ static bool refill(struct evq *q)
 			/* The slot's base: keeps digits above l, digit l = s, zeros below; <= all its events. */
 			q->cur = (q->cur & ~low_digits(l + 1)) | ((uint64_t)s << (l * EVQ_BITS));
 		}
-		if (l == 1)
-			cascade_to_run(q, &c);
-		else
+		if (l > 1)
 			cascade_down(q, &c);
+		else if (c.head == c.tail && c.n <= EVQ_SMALL_SORT)
+			cascade_small(q, &c);
+		else
+			cascade_to_run(q, &c);
 	}
 	return true;
 }
@@ -602,7 +606,7 @@ void evq_push_first_(struct evq *q, struct evq_chain *c, unsigned l, unsigned s,
 
 /* The smallest level-0 entry, refilling level 0 first if needed; NULL when the queue is empty.  Sets
  * *from_run to where it is. */
-static const struct evq_entry *head(struct evq *q, bool *from_run)
+static inline __attribute__((always_inline)) const struct evq_entry *head(struct evq *q, bool *from_run)
 {
 	if (q->late_min == EVQ_SLOTS) {
 		if (run_empty(q) && !refill(q))
