@@ -217,6 +217,8 @@ static enum sim_stop_reason run_loop(struct sim *s, simtime_t until)
 			continue;
 		}
 		if (e.time > until) {
+			/* Time stops short of this event: new events may still be scheduled before it. */
+			evq_unpeek(&s->q);
 			if (until == s->lim.time_limit) {
 				s->now = until;
 				return SIM_STOP_TIME_LIMIT;

@@ -94,13 +94,31 @@ static int write_metrics(struct scenario *sc, FILE *f)
 	return ferror(f) ? -1 : 0;
 }
 
+/* This process's own peak RSS.  getrusage's ru_maxrss survives execve, so a run started by a large parent
+ * (the Python front end) would report the parent's peak; VmHWM does not. */
+static long peak_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (kb < 0) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		kb = ru.ru_maxrss;
+	}
+	return kb;
+}
+
 static int write_run_info(struct scenario *sc, FILE *f)
 {
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
 	uint64_t ev = sim_events_processed(sc->sim);
 	fprintf(f, "{\"wall_time_s\": %.6f, \"events_per_s\": %.0f, \"peak_rss_kb\": %ld}\n", sc->wall_s,
-		sc->wall_s > 0 ? (double)ev / sc->wall_s : 0.0, ru.ru_maxrss);
+		sc->wall_s > 0 ? (double)ev / sc->wall_s : 0.0, peak_rss_kb());
 	return ferror(f) ? -1 : 0;
 }
 

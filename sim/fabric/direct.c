@@ -99,7 +99,13 @@ static simtime_t direct_zero_load(const struct fabric *f, uint32_t src, uint32_t
 	return d->latency + wire_time(d, bytes);
 }
 
-static const struct fabric_ops direct_ops = { direct_attach, direct_send, direct_num, direct_zero_load };
+static simtime_t direct_wire_time(const struct fabric *f, uint32_t bytes)
+{
+	return wire_time((const struct direct *)f, bytes);
+}
+
+static const struct fabric_ops direct_ops = { direct_attach, direct_send, direct_num, direct_zero_load,
+					      direct_wire_time };
 
 static void direct_free(void *p)
 {

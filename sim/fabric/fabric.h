@@ -51,6 +51,9 @@ struct fabric_ops {
 	/* Zero-load one-way time of a message of `bytes` payload from src to dst (minimal route), for tests and
 	 * for models that need an estimate (e.g. timeouts). */
 	simtime_t (*zero_load_time)(const struct fabric *f, uint32_t src, uint32_t dst, uint32_t bytes);
+	/* Optional (may be NULL): time to serialize a message of `bytes` payload, headers included, on one
+	 * link: its injection time at line rate.  Traffic generators use it to define offered load. */
+	simtime_t (*wire_time)(const struct fabric *f, uint32_t bytes);
 };
 
 struct fabric {
@@ -81,6 +84,11 @@ static inline uint32_t fabric_num_endpoints(const struct fabric *f)
 static inline simtime_t fabric_zero_load_time(const struct fabric *f, uint32_t src, uint32_t dst, uint32_t bytes)
 {
 	return f->ops->zero_load_time(f, src, dst, bytes);
+}
+
+static inline simtime_t fabric_wire_time(const struct fabric *f, uint32_t bytes)
+{
+	return f->ops->wire_time ? f->ops->wire_time(f, bytes) : 0;
 }
 
 #endif

@@ -1,0 +1,374 @@
+/* The endpoint edge of the dragonfly: what a Cassini NIC's link interface does with fabric messages.
+ *
+ * fabric_send queues a message on its flow (source, destination, traffic class).  The injection port
+ * serves the sendable flows round robin, one unit at a time: a packet of at most mtu payload bytes plus a
+ * header, or in coarse bulk mode a chunk train (chunk_bytes of payload, one header per packet it spans)
+ * that moves through the switches as one unit.  A unit needs credits for the first switch's input buffer
+ * and, with congestion control, its flow's pacing and room in its in-flight cap (congestion.c).
+ * When the last unit of a message leaves the last switch, the message is delivered to the destination NIC
+ * at its tail's arrival, and acknowledged to the source after the reverse path's zero-load latency.  The
+ * ack retires the message's units from the flow's in-flight count (ordered traffic keeps its route while
+ * that is non-zero, routing.c) and checks delivery order (counters fabric.reordered_msgs and
+ * fabric.reordered_ordered_msgs).
+ */
+#include <stdlib.h>
+
+#include "../stats.h"
+#include "../util.h"
+#include "dragonfly.h"
+
+enum { ACK_ORDERED = 1 };
+#define ACK_UNIT_BITS 26 /* units per message: at most 2^32 bytes / 256-byte MTU = 2^24 */
+
+/* ---- flow table: open addressing keyed by (dst, tc), keys kept in the table so probes stay in it ---- */
+
+static inline uint32_t ft_key(uint32_t dst, uint32_t tc)
+{
+	return dst << 3 | tc;
+}
+
+static inline uint32_t ft_slot(uint32_t key, uint32_t mask)
+{
+	return df_mix(key, 0) & mask;
+}
+
+static void ft_grow(struct df_ep *e)
+{
+	uint32_t oldn = e->ft_mask + 1, mask = oldn * 2 - 1;
+	struct df_ftent *old = e->ft, *t = xcalloc(mask + 1, sizeof(*t));
+	for (uint32_t i = 0; i < oldn; i++) {
+		if (!old[i].f)
+			continue;
+		uint32_t j = ft_slot(old[i].key, mask);
+		while (t[j].f)
+			j = (j + 1) & mask;
+		t[j] = old[i];
+	}
+	free(old);
+	e->ft = t;
+	e->ft_mask = mask;
+}
+
+static void ft_remove(struct df_ep *e, struct df_flow *f)
+{
+	uint32_t mask = e->ft_mask, i = ft_slot(ft_key(f->dst, f->tc), mask);
+	while (e->ft[i].f != f)
+		i = (i + 1) & mask;
+	for (uint32_t j = i;;) {
+		j = (j + 1) & mask;
+		if (!e->ft[j].f)
+			break;
+		uint32_t k = ft_slot(e->ft[j].key, mask);
+		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+		if (!stays) {
+			e->ft[i] = e->ft[j];
+			i = j;
+		}
+	}
+	e->ft[i].f = NULL;
+	e->ft_n--;
+}
+
+static struct df_ep *ep_get(struct df *d, uint32_t id)
+{
+	struct df_ep *e = d->ep[id];
+	if (__builtin_expect(e != NULL, 1))
+		return e;
+	e = xcalloc(1, sizeof(*e));
+	e->id = id;
+	e->sw = id / d->p;
+	e->tx = df_oport_new(d, DF_OP_INJECT, e, id % d->p);
+	e->tx->peer = e->sw;
+	e->tx->peer_port = (uint8_t)(id % d->p);
+	e->tx->link_lat = d->lat_edge;
+	e->ft_mask = 7;
+	e->ft = xcalloc(8, sizeof(*e->ft));
+	d->ep[id] = e;
+	d->eps_alloc++;
+	return e;
+}
+
+static struct df_flow *flow_get(struct df *d, struct df_ep *e, uint32_t dst, uint32_t tc)
+{
+	uint32_t key = ft_key(dst, tc), i = ft_slot(key, e->ft_mask);
+	for (; e->ft[i].f; i = (i + 1) & e->ft_mask)
+		if (e->ft[i].key == key)
+			return e->ft[i].f;
+	if ((e->ft_n + 1) * 2 > e->ft_mask + 1) {
+		ft_grow(e);
+		i = ft_slot(key, e->ft_mask);
+		while (e->ft[i].f)
+			i = (i + 1) & e->ft_mask;
+	}
+	struct df_flow *f = pool_get(&d->flows);
+	*f = (struct df_flow){ .ep = e, .dst = dst, .tc = (uint8_t)tc, .state = DF_FLOW_IDLE, .rate = d->line_gbps };
+	uint32_t nl, ng, nsw;
+	df_min_hops(d, dst, e->id, &nl, &ng, &nsw);
+	f->ack_lat = df_path_latency(d, nl, ng, nsw) + df_ser(d, d->hdr);
+	df_cc_window(d, f);
+	e->ft[i].key = key;
+	e->ft[i].f = f;
+	e->ft_n++;
+	(*d->c.flows_created)++;
+	return f;
+}
+
+static void flow_maybe_free(struct df *d, struct df_flow *f)
+{
+	if (f->state != DF_FLOW_IDLE || f->inflight || f->feedback)
+		return;
+	ft_remove(f->ep, f);
+	pool_put(&d->flows, f);
+}
+
+static void ring_add(struct df_ep *e, struct df_flow *f)
+{
+	if (e->ring) {
+		f->next = e->ring;
+		f->prev = e->ring->prev;
+		f->prev->next = f;
+		e->ring->prev = f;
+	} else {
+		f->next = f->prev = f;
+		e->ring = f;
+	}
+	e->nactive++;
+}
+
+static void ring_del(struct df_ep *e, struct df_flow *f)
+{
+	if (--e->nactive) {
+		f->prev->next = f->next;
+		f->next->prev = f->prev;
+		if (e->ring == f)
+			e->ring = f->next;
+	} else {
+		e->ring = NULL;
+	}
+}
+
+static inline uint32_t unit_payload(const struct df *d, const struct df_msg *msg)
+{
+	uint32_t u = msg->chunked ? d->chunk : d->mtu;
+	return msg->left < u ? msg->left : u;
+}
+
+static inline uint32_t unit_wire(const struct df *d, const struct df_msg *msg, uint32_t payload)
+{
+	return msg->chunked ? df_unit_wire(d, payload) : payload + d->hdr;
+}
+
+static inline uint32_t next_wire(const struct df *d, const struct df_flow *f)
+{
+	return unit_wire(d, f->head, unit_payload(d, f->head));
+}
+
+static inline bool window_open(const struct df *d, const struct df_flow *f, uint32_t wire)
+{
+	return !d->cc || !f->inflight_bytes || f->inflight_bytes + wire <= f->window;
+}
+
+static inline uint32_t next_wire(const struct df *d, const struct df_flow *f);
+
+/* A flow with a message to send joins the ring, unless its in-flight cap holds it (it is then parked
+ * until congestion feedback retires some of its bytes). */
+static void flow_wake(struct df *d, struct df_ep *e, struct df_flow *f)
+{
+	if (window_open(d, f, next_wire(d, f))) {
+		f->state = DF_FLOW_ACTIVE;
+		ring_add(e, f);
+		df_inject_kick(d, e);
+	} else {
+		f->state = DF_FLOW_PARKED;
+	}
+}
+
+void df_flow_feedback_done(struct df *d, struct df_flow *f)
+{
+	if (f->state == DF_FLOW_PARKED && window_open(d, f, next_wire(d, f)))
+		flow_wake(d, f->ep, f);
+	else
+		flow_maybe_free(d, f);
+}
+
+static void inject(struct df *d, struct df_ep *e, struct df_flow *f, uint32_t payload, uint32_t wire, simtime_t now)
+{
+	struct df_msg *msg = f->head;
+	struct fabric_msg *m = msg->m;
+	struct df_oport *op = e->tx;
+	struct df_otc *t = &op->tc[f->tc];
+	struct df_pkt *pkt = pool_get(&d->pkts);
+	*pkt = (struct df_pkt){
+		.msg = msg, .up = op, .birth = now, .wire = wire, .sw = e->sw, .rmin16 = 65535,
+		.dsw = m->dst / d->p, .via = DF_NONE, .dport = (uint8_t)(m->dst % d->p),
+		.in_port = (uint8_t)(e->id % d->p), .tc = f->tc,
+		.flags = m->flags & FABRIC_ORDERED ? DF_PKT_ORDERED : 0,
+	};
+	double r16 = f->rate / d->line_gbps * 65535.0;
+	pkt->rate16 = r16 >= 65535.0 ? 65535 : r16 < 1.0 ? 1 : (uint16_t)r16;
+	if (t->shared < wire) {
+		t->resv[0] -= wire;
+		pkt->flags |= DF_PKT_RESV;
+	} else {
+		t->shared -= wire;
+	}
+	t->avail -= wire;
+	msg->left -= payload;
+	if (--msg->unsent == 0) {
+		f->head = msg->next;
+		if (!f->head) {
+			f->tail = NULL;
+			ring_del(e, f);
+			f->state = DF_FLOW_IDLE;
+		}
+	}
+	f->inflight++;
+	if (d->cc)
+		df_cc_sent(d, f, wire, now);
+	op->link_free = now + df_ser(d, wire);
+	struct df_tel *tel = df_tel(d, op, f->tc);
+	*tel->tx_bytes += wire;
+	(*tel->tx_pkts)++;
+	if (t->stall_since != SIM_TIME_MAX) {
+		*tel->stall_ps += now - t->stall_since;
+		t->stall_since = SIM_TIME_MAX;
+	}
+	(*d->c.pkts_injected)++;
+	sim_schedule_at(d->sim, now + d->lat_edge + d->sw_lat, df_ev_arrive, d, (uint64_t)(uintptr_t)pkt);
+}
+
+void df_inject_kick(struct df *d, struct df_ep *e)
+{
+	struct df_oport *op = e->tx;
+	simtime_t now = sim_now(d->sim), wake = SIM_TIME_MAX;
+	if (!e->nactive || (op->kick_armed && op->kick_at <= now))
+		return;
+	if (op->link_free > now) {
+		df_arm_kick(d, op, op->link_free);
+		return;
+	}
+	struct df_flow *f = e->ring;
+	for (uint32_t n = e->nactive; n--;) {
+		struct df_flow *next = f->next;
+		struct df_msg *msg = f->head;
+		uint32_t payload = unit_payload(d, msg), wire = unit_wire(d, msg, payload);
+		struct df_otc *t = &op->tc[f->tc];
+		if (f->next_send > now) {
+			if (f->next_send < wake)
+				wake = f->next_send; /* paced by congestion control */
+		} else if (!df_credit_ok(t, 0, wire)) {
+			if (t->stall_since == SIM_TIME_MAX)
+				t->stall_since = now;
+		} else if (!window_open(d, f, wire)) {
+			ring_del(e, f);
+			f->state = DF_FLOW_PARKED;
+		} else {
+			bool stays = f->state == DF_FLOW_ACTIVE;
+			inject(d, e, f, payload, wire, now);
+			if (stays && f->state == DF_FLOW_ACTIVE)
+				e->ring = f->next; /* round robin between flows, unit by unit */
+			if (e->nactive)
+				df_arm_kick(d, op, op->link_free);
+			return;
+		}
+		f = next;
+	}
+	if (wake != SIM_TIME_MAX)
+		df_arm_kick(d, op, wake);
+}
+
+void df_send(struct sim *sim, struct fabric *fab, struct fabric_msg *m)
+{
+	struct df *d = (struct df *)fab;
+	if (m->src >= d->nep || m->dst >= d->nep)
+		die("dragonfly fabric: message %u -> %u outside %u endpoints", m->src, m->dst, d->nep);
+	if (m->tc >= d->ntc)
+		die("dragonfly fabric: message of traffic class %u, but fabric.traffic_classes is %u", m->tc, d->ntc);
+	m->sent = sim_now(sim);
+	m->first_arrival = 0;
+	struct df_ep *e = ep_get(d, m->src);
+	struct df_flow *f = flow_get(d, e, m->dst, m->tc);
+	struct df_msg *msg = pool_get(&d->msgs);
+	msg->next = NULL;
+	msg->m = m;
+	msg->flow = f;
+	msg->left = m->bytes;
+	msg->chunked = d->bulk == DF_BULK_CHUNK && (m->flags & FABRIC_BULK) && m->bytes >= d->chunk_threshold &&
+		       m->bytes > d->mtu;
+	uint32_t unit = msg->chunked ? d->chunk : d->mtu;
+	msg->units = m->bytes ? (uint32_t)(((uint64_t)m->bytes + unit - 1) / unit) : 1;
+	msg->unsent = msg->remaining = msg->units;
+	msg->seq = f->seq_next++;
+	msg->first_seen = 0;
+	if (f->tail)
+		f->tail->next = msg;
+	else
+		f->head = msg;
+	f->tail = msg;
+	(*d->c.msgs_sent)++;
+	if (f->state == DF_FLOW_IDLE)
+		flow_wake(d, e, f);
+}
+
+static void ev_deliver(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct df *d = obj;
+	struct df_msg *msg = (struct df_msg *)(uintptr_t)arg;
+	struct fabric_msg *m = msg->m;
+	pool_put(&d->msgs, msg);
+	struct df_attach *a = &d->att[m->dst];
+	if (!a->fn)
+		die("dragonfly fabric: message to NIC %u, which never attached", m->dst);
+	(*d->c.msgs_delivered)++;
+	a->fn(sim, a->nic, m);
+}
+
+static void check_order(struct df *d, struct df_flow *f, uint32_t seq, bool ordered)
+{
+	if (f->seen_any && (int32_t)(seq - f->seq_max) < 0)
+		(*d->c.reordered)++;
+	else
+		f->seq_max = seq;
+	f->seen_any = 1;
+	if (!ordered)
+		return;
+	if (f->seen_ordered && (int32_t)(seq - f->seq_max_ordered) < 0)
+		(*d->c.reordered_ordered)++;
+	else
+		f->seq_max_ordered = seq;
+	f->seen_ordered = 1;
+}
+
+static void ev_ack(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct df_flow *f = obj;
+	struct df *d = f->ep->tx->df;
+	uint32_t units = (uint32_t)(arg >> 32) & ((1u << ACK_UNIT_BITS) - 1);
+	bool ordered = (arg >> (32 + ACK_UNIT_BITS)) & ACK_ORDERED;
+	(void)sim;
+	f->inflight -= units;
+	if (ordered)
+		f->routed_ordered -= units;
+	check_order(d, f, (uint32_t)arg, ordered);
+	flow_maybe_free(d, f);
+}
+
+void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t tx_end)
+{
+	struct df_msg *msg = pkt->msg;
+	simtime_t arrive = tx_end + d->lat_edge;
+	(void)op;
+	if (!msg->first_seen) {
+		msg->first_seen = 1;
+		msg->m->first_arrival = arrive;
+	}
+	(*d->c.pkts_delivered)++;
+	if (--msg->remaining == 0) {
+		*d->c.bytes_delivered += msg->m->bytes;
+		uint64_t ord = pkt->flags & DF_PKT_ORDERED ? ACK_ORDERED : 0;
+		sim_schedule_at(d->sim, arrive + msg->flow->ack_lat, ev_ack, msg->flow,
+				msg->seq | (uint64_t)msg->units << 32 | ord << (32 + ACK_UNIT_BITS));
+		sim_schedule_at(d->sim, arrive, ev_deliver, d, (uint64_t)(uintptr_t)msg);
+	}
+	pool_put(&d->pkts, pkt);
+}

@@ -1,0 +1,267 @@
+/* Command queues.  Software emits commands into a ring of 64-B slots and rings the doorbell; after the
+ * doorbell latency the NIC fetches every command emitted up to the ring, frees their slots and hands them,
+ * in order, to the transmit engine (transmit queues) or to the PE of the named PtlTE (target queues). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util.h"
+#include "nic_impl.h"
+
+int nic_rsrc_get(struct nic_lni *lni, enum nic_rsrc r);
+void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r);
+
+struct cmdrec {
+	struct nic_cmd cmd;
+	uint8_t *idc;
+	uint32_t nslots;
+};
+
+struct nic_cmdq {
+	struct nic_lni *lni;
+	bool target, live, fetch_pending;
+	uint32_t slots, used;
+	uint32_t eqn;
+	struct cmdrec *ring;
+	uint32_t cap, head, n, rung;
+	struct nic_cmdq *next_of_nic; /* all queues of a NIC, for teardown */
+};
+
+static struct nic_cmdq **nic_qhead(struct nic *nic);
+
+int nic_cmdq_alloc(struct nic_lni *lni, const struct nic_cmdq_attr *a, struct nic_cmdq **out)
+{
+	if (!lni || !lni->live || !a || !out || a->slots == 0)
+		return -EINVAL;
+	struct nic *nic = lni->nic;
+	if (a->slots > nic->p->cmdq_slots_max)
+		return -EINVAL;
+	if (a->eqn != NIC_NONE) {
+		struct nic_eq *eq = nic_eq_lookup(nic, a->eqn);
+		if (!eq || eq->lni != lni)
+			return -EINVAL;
+	}
+	if ((a->target && nic->ntgq >= C_NUM_TGQS) || (!a->target && nic->ntxq >= C_NUM_TXQS)) {
+		nic_count_limit(nic);
+		return -ENOSPC;
+	}
+	int rc = nic_rsrc_get(lni, a->target ? NIC_RSRC_TGQ : NIC_RSRC_TXQ);
+	if (rc)
+		return rc;
+	struct nic_cmdq *q = xcalloc(1, sizeof(*q));
+	q->lni = lni;
+	q->target = a->target;
+	q->live = true;
+	q->slots = a->slots;
+	q->eqn = a->eqn;
+	q->cap = a->slots;
+	q->ring = xcalloc(q->cap, sizeof(*q->ring));
+	if (a->eqn != NIC_NONE)
+		nic_eq_lookup(nic, a->eqn)->refs++;
+	if (a->target)
+		nic->ntgq++;
+	else
+		nic->ntxq++;
+	struct nic_cmdq **h = nic_qhead(nic);
+	q->next_of_nic = *h;
+	*h = q;
+	*out = q;
+	return 0;
+}
+
+static void cmdq_destroy(struct nic_cmdq *q)
+{
+	for (uint32_t i = 0; i < q->n; i++)
+		nic_payload_free(q->ring[(q->head + i) % q->cap].idc);
+	free(q->ring);
+	free(q);
+}
+
+static void cmdq_unlink(struct nic *nic, struct nic_cmdq *q)
+{
+	for (struct nic_cmdq **pp = nic_qhead(nic); *pp; pp = &(*pp)->next_of_nic) {
+		if (*pp == q) {
+			*pp = q->next_of_nic;
+			return;
+		}
+	}
+}
+
+void nic_cmdq_free(struct nic_cmdq *q)
+{
+	if (!q || !q->live)
+		return;
+	struct nic *nic = q->lni->nic;
+	q->live = false;
+	if (q->eqn != NIC_NONE) {
+		struct nic_eq *eq = nic_eq_lookup(nic, q->eqn);
+		if (eq && eq->refs)
+			eq->refs--;
+	}
+	if (q->target)
+		nic->ntgq--;
+	else
+		nic->ntxq--;
+	nic_rsrc_put(q->lni, q->target ? NIC_RSRC_TGQ : NIC_RSRC_TXQ);
+	cmdq_unlink(nic, q);
+	/* A fetch already scheduled still references the queue: it frees it (or the NIC does at teardown). */
+	if (q->fetch_pending) {
+		q->next_of_nic = nic->cmdq_zombies;
+		nic->cmdq_zombies = q;
+	} else {
+		cmdq_destroy(q);
+	}
+}
+
+void nic_cmdq_zombies_free(struct nic *nic);
+void nic_cmdq_zombies_free(struct nic *nic)
+{
+	while (nic->cmdq_zombies) {
+		struct nic_cmdq *q = nic->cmdq_zombies;
+		nic->cmdq_zombies = q->next_of_nic;
+		cmdq_destroy(q);
+	}
+}
+
+void nic_cmdqs_free_lni(struct nic *nic, struct nic_lni *lni);
+void nic_cmdqs_free_lni(struct nic *nic, struct nic_lni *lni)
+{
+	struct nic_cmdq **pp = nic_qhead(nic);
+	while (*pp) {
+		struct nic_cmdq *q = *pp;
+		if (q->lni == lni)
+			nic_cmdq_free(q); /* unlinks q from the list */
+		else
+			pp = &q->next_of_nic;
+	}
+}
+
+static bool op_is_target(uint8_t op)
+{
+	return op >= NIC_CMD_TGT_APPEND && op <= NIC_CMD_TGT_SETSTATE;
+}
+
+static int cmd_validate(const struct nic_cmdq *q, const struct nic_cmd *c, uint32_t *nslots)
+{
+	*nslots = 1;
+	if (c->op == NIC_CMD_NOOP)
+		return 0;
+	if (op_is_target(c->op) != q->target)
+		return -EINVAL;
+	if (q->target)
+		return c->tgt.list > C_PTL_LIST_UNEXPECTED ? -EINVAL : 0;
+	switch (c->op) {
+	case NIC_CMD_IDC_PUT: {
+		uint32_t max = (c->dma.flags & NIC_DMA_RESTRICTED) ? C_MAX_IDC_PAYLOAD_RES : C_MAX_IDC_PAYLOAD_UNR;
+		if (c->dma.length > max)
+			return -EINVAL;
+		*nslots = 1 + (c->dma.length + C_CMD_SLOT_BYTES - 1) / C_CMD_SLOT_BYTES;
+		break;
+	}
+	case NIC_CMD_PUT:
+	case NIC_CMD_RENDEZVOUS_PUT:
+	case NIC_CMD_GET:
+		break;
+	case NIC_CMD_CT_SET:
+	case NIC_CMD_CT_INC:
+		break;
+	default: return -EINVAL;
+	}
+	if (c->op != NIC_CMD_CT_SET && c->op != NIC_CMD_CT_INC && c->dma.dst_pid >= C_PID_ANY)
+		return -EINVAL;
+	if (c->op != NIC_CMD_CT_SET && c->op != NIC_CMD_CT_INC && c->dma.index >= C_PID_GRANULE)
+		return -EINVAL;
+	return 0;
+}
+
+int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
+{
+	if (!q || !q->live || !c)
+		return -EINVAL;
+	uint32_t need;
+	int rc = cmd_validate(q, c, &need);
+	if (rc)
+		return rc;
+	if (q->used + need > q->slots || q->n == q->cap) {
+		struct nic *nic = q->lni->nic;
+		(*nic->c.cmdq_full)++;
+		nic_count_limit(nic);
+		return -ENOSPC;
+	}
+	struct cmdrec *r = &q->ring[(q->head + q->n) % q->cap];
+	r->cmd = *c;
+	r->nslots = need;
+	r->idc = NULL;
+	if (c->op == NIC_CMD_IDC_PUT && c->dma.idc_data && c->dma.length) {
+		r->idc = nic_payload_alloc(c->dma.length);
+		memcpy(r->idc, c->dma.idc_data, c->dma.length);
+	}
+	r->cmd.dma.idc_data = NULL;
+	q->n++;
+	q->used += need;
+	return 0;
+}
+
+static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct nic_cmdq *q = obj;
+	(void)sim;
+	(void)arg;
+	q->fetch_pending = false;
+	struct nic *nic = q->lni->nic;
+	if (!q->live) {
+		for (struct nic_cmdq **pp = &nic->cmdq_zombies; *pp; pp = &(*pp)->next_of_nic) {
+			if (*pp == q) {
+				*pp = q->next_of_nic;
+				break;
+			}
+		}
+		cmdq_destroy(q);
+		return;
+	}
+	while (q->rung) {
+		struct cmdrec *r = &q->ring[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->n--;
+		q->rung--;
+		q->used -= r->nslots;
+		if (r->cmd.op == NIC_CMD_NOOP)
+			continue;
+		struct nic_work *w = pool_get(&nic->work_pool);
+		memset(w, 0, sizeof(*w));
+		w->nic = nic;
+		w->lni = q->lni;
+		w->q_eqn = q->eqn;
+		w->cmd = r->cmd;
+		w->idc = r->idc;
+		r->idc = NULL;
+		if (q->target) {
+			w->kind = WORK_TGT_CMD;
+			nic_pe_submit(nic, r->cmd.tgt.ptn % C_PE_COUNT, w);
+		} else {
+			nic_tx_submit(nic, w);
+		}
+	}
+}
+
+void nic_cmdq_ring(struct nic_cmdq *q)
+{
+	if (!q || !q->live)
+		return;
+	q->rung = q->n;
+	if (q->rung && !q->fetch_pending) {
+		q->fetch_pending = true;
+		struct nic *nic = q->lni->nic;
+		sim_schedule(nic->sim, nic->p->doorbell, cmdq_fetch, q, 0);
+	}
+}
+
+uint32_t nic_cmdq_free_slots(const struct nic_cmdq *q)
+{
+	return q && q->live ? q->slots - q->used : 0;
+}
+
+static struct nic_cmdq **nic_qhead(struct nic *nic)
+{
+	return &nic->cmdqs;
+}

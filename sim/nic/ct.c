@@ -1,0 +1,109 @@
+/* Counting events: a success and a failure count per CT, advanced by the NIC. */
+#include <errno.h>
+#include <string.h>
+
+#include "../util.h"
+#include "nic_impl.h"
+
+int nic_rsrc_get(struct nic_lni *lni, enum nic_rsrc r);
+void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r);
+
+#define CT_SUCCESS_MASK ((1ULL << 48) - 1)
+#define CT_FAILURE_MASK ((1u << 7) - 1)
+
+static struct nic_ct *ct_lookup(struct nic *nic, uint32_t ctn)
+{
+	if (ctn >= nic->ncts || !nic->cts[ctn].live)
+		return NULL;
+	return &nic->cts[ctn];
+}
+
+int nic_ct_alloc(struct nic_lni *lni, nic_ct_notify_fn notify, void *ctx, uint32_t *ctn)
+{
+	if (!lni || !lni->live || !ctn)
+		return -EINVAL;
+	struct nic *nic = lni->nic;
+	uint32_t i;
+	for (i = 0; i < nic->ncts; i++)
+		if (!nic->cts[i].live)
+			break;
+	if (i == C_NUM_CTS) {
+		nic_count_limit(nic);
+		return -ENOSPC;
+	}
+	int rc = nic_rsrc_get(lni, NIC_RSRC_CT);
+	if (rc)
+		return rc;
+	if (i == nic->ncts) {
+		if (nic->ncts == nic->cts_cap) {
+			nic->cts_cap = nic->cts_cap ? nic->cts_cap * 2 : 8;
+			nic->cts = xrealloc(nic->cts, nic->cts_cap * sizeof(*nic->cts));
+		}
+		nic->ncts++;
+	}
+	struct nic_ct *c = &nic->cts[i];
+	memset(c, 0, sizeof(*c));
+	c->live = true;
+	c->lni = lni;
+	c->notify = notify;
+	c->ctx = ctx;
+	*ctn = i;
+	return 0;
+}
+
+int nic_ct_free(struct nic_lni *lni, uint32_t ctn)
+{
+	if (!lni)
+		return -EINVAL;
+	struct nic_ct *c = ct_lookup(lni->nic, ctn);
+	if (!c || c->lni != lni)
+		return -ENOENT;
+	nic_rsrc_put(lni, NIC_RSRC_CT);
+	c->live = false;
+	return 0;
+}
+
+void nic_cts_free_lni(struct nic *nic, struct nic_lni *lni)
+{
+	for (uint32_t i = 0; i < nic->ncts; i++)
+		if (nic->cts[i].live && nic->cts[i].lni == lni)
+			nic_ct_free(lni, i);
+}
+
+int nic_ct_read(struct nic *nic, uint32_t ctn, uint64_t *success, uint32_t *failure)
+{
+	struct nic_ct *c = ct_lookup(nic, ctn);
+	if (!c)
+		return -ENOENT;
+	if (success)
+		*success = c->success;
+	if (failure)
+		*failure = c->failure;
+	return 0;
+}
+
+static void ct_changed(struct nic *nic, uint32_t ctn, struct nic_ct *c)
+{
+	if (c->notify)
+		c->notify(c->ctx, nic, ctn);
+}
+
+void nic_ct_add(struct nic *nic, uint32_t ctn, uint64_t success, uint32_t failure)
+{
+	struct nic_ct *c = ct_lookup(nic, ctn);
+	if (!c)
+		return;
+	c->success = (c->success + success) & CT_SUCCESS_MASK;
+	c->failure = (c->failure + failure) & CT_FAILURE_MASK;
+	ct_changed(nic, ctn, c);
+}
+
+void nic_ct_set(struct nic *nic, uint32_t ctn, uint64_t success, uint32_t failure)
+{
+	struct nic_ct *c = ct_lookup(nic, ctn);
+	if (!c)
+		return;
+	c->success = success & CT_SUCCESS_MASK;
+	c->failure = failure & CT_FAILURE_MASK;
+	ct_changed(nic, ctn, c);
+}

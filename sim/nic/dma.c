@@ -1,0 +1,115 @@
+/* The NIC's DMA engine: PCIe timing, and moving bytes between packets and the owner's memory.
+ *
+ * Payload buffers travel with packets from one NIC to another, so they come from size-classed free lists
+ * shared by the whole process rather than from one NIC's pool; messages above the largest class (bulk
+ * transfers, whose wire time dwarfs an allocation) use malloc. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util.h"
+#include "nic_impl.h"
+
+simtime_t nic_dma_time(const struct nic *nic, uint64_t bytes)
+{
+	return (simtime_t)((double)bytes * nic->p->pcie_ps_per_byte + 0.5);
+}
+
+#define PAYLOAD_MIN_SHIFT 6  /* 64 B */
+#define PAYLOAD_MAX_SHIFT 16 /* 64 KiB */
+#define PAYLOAD_CLASSES (PAYLOAD_MAX_SHIFT - PAYLOAD_MIN_SHIFT + 1)
+
+/* A payload block: the class index sits in front of the bytes. */
+struct payload_hdr {
+	union {
+		struct payload_hdr *next;
+		uint64_t cls;
+	};
+	uint64_t pad;
+};
+
+static struct payload_hdr *free_lists[PAYLOAD_CLASSES];
+
+static unsigned payload_class(uint32_t len)
+{
+	unsigned c = 0;
+	while (((uint32_t)1 << (PAYLOAD_MIN_SHIFT + c)) < len)
+		c++;
+	return c;
+}
+
+uint8_t *nic_payload_alloc(uint32_t len)
+{
+	if (len > (1u << PAYLOAD_MAX_SHIFT)) {
+		struct payload_hdr *h = xmalloc(sizeof(*h) + len);
+		h->cls = UINT64_MAX;
+		return (uint8_t *)(h + 1);
+	}
+	unsigned c = payload_class(len);
+	struct payload_hdr *h = free_lists[c];
+	if (h)
+		free_lists[c] = h->next;
+	else
+		h = xmalloc(sizeof(*h) + ((size_t)1 << (PAYLOAD_MIN_SHIFT + c)));
+	h->cls = c;
+	return (uint8_t *)(h + 1);
+}
+
+void nic_payload_free(uint8_t *p)
+{
+	if (!p)
+		return;
+	struct payload_hdr *h = (struct payload_hdr *)p - 1;
+	if (h->cls == UINT64_MAX) {
+		free(h);
+		return;
+	}
+	unsigned c = (unsigned)h->cls;
+	h->next = free_lists[c];
+	free_lists[c] = h;
+}
+
+__attribute__((destructor)) static void payload_lists_free(void)
+{
+	for (unsigned c = 0; c < PAYLOAD_CLASSES; c++) {
+		while (free_lists[c]) {
+			struct payload_hdr *h = free_lists[c];
+			free_lists[c] = h->next;
+			free(h);
+		}
+	}
+}
+
+int nic_mem_read(struct nic_lni *lni, uint64_t addr, void *dst, uint64_t len)
+{
+	if (!lni->mem || !len)
+		return 0;
+	return lni->mem->read(lni->mem_ctx, addr, dst, len);
+}
+
+int nic_mem_write(struct nic_lni *lni, uint64_t addr, const void *src, uint64_t len)
+{
+	if (!lni->mem || !len)
+		return 0;
+	return lni->mem->write(lni->mem_ctx, addr, src, len);
+}
+
+static int host_read(void *ctx, uint64_t addr, void *dst, size_t len)
+{
+	(void)ctx;
+	if (!addr)
+		return -EFAULT;
+	memcpy(dst, (const void *)(uintptr_t)addr, len);
+	return 0;
+}
+
+static int host_write(void *ctx, uint64_t addr, const void *src, size_t len)
+{
+	(void)ctx;
+	if (!addr)
+		return -EFAULT;
+	memcpy((void *)(uintptr_t)addr, src, len);
+	return 0;
+}
+
+const struct nic_mem_ops nic_mem_host = { host_read, host_write };

@@ -1,0 +1,236 @@
+/* Event queues: rings of 64-B events written by the NIC and consumed by software.
+ *
+ * An event occupies its slot from the moment the NIC decides to write it (so the NIC never overcommits the
+ * ring) but becomes readable only when its PCIe write lands, `delay` later.  Ordinary events cannot use the
+ * slots reserved for flow-control state changes; an event that finds no slot is dropped and the EQ
+ * remembers it (status.dropped), which the provider treats as fatal. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util.h"
+#include "nic_impl.h"
+
+int nic_rsrc_get(struct nic_lni *lni, enum nic_rsrc r);
+void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r);
+
+struct nic_eq *nic_eq_lookup(struct nic *nic, uint32_t eqn)
+{
+	if (eqn >= nic->neqs || !nic->eqs[eqn].live)
+		return NULL;
+	return &nic->eqs[eqn];
+}
+
+int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn)
+{
+	if (!lni || !lni->live || !a || !eqn || a->slots < 2 || a->status_thresh_pct > 100)
+		return -EINVAL;
+	struct nic *nic = lni->nic;
+	if (a->slots > nic->p->eq_slots_max || a->reserved_fc >= a->slots)
+		return -EINVAL;
+	uint32_t i;
+	for (i = 0; i < nic->neqs; i++)
+		if (!nic->eqs[i].live)
+			break;
+	if (i == C_NUM_EQS) {
+		nic_count_limit(nic);
+		return -ENOSPC;
+	}
+	int rc = nic_rsrc_get(lni, NIC_RSRC_EQ);
+	if (rc)
+		return rc;
+	if (i == nic->neqs) {
+		if (nic->neqs == nic->eqs_cap) {
+			nic->eqs_cap = nic->eqs_cap ? nic->eqs_cap * 2 : 8;
+			nic->eqs = xrealloc(nic->eqs, nic->eqs_cap * sizeof(*nic->eqs));
+		}
+		nic->neqs++;
+	}
+	struct nic_eq *q = &nic->eqs[i];
+	memset(q, 0, sizeof(*q));
+	q->gen = ++nic->eq_gen;
+	q->live = true;
+	q->lni = lni;
+	q->slots = a->slots;
+	q->reserved_fc = a->reserved_fc;
+	q->thresh_pct = a->status_thresh_pct;
+	q->notify = a->notify;
+	q->notify_ctx = a->notify_ctx;
+	/* The ring grows on demand up to `slots`: endpoints size EQs generously (131,072 events by default)
+	 * but rarely hold more than a handful unacked. */
+	q->ring_cap = a->slots < 64 ? a->slots : 64;
+	q->ring = xcalloc(q->ring_cap, sizeof(struct nic_event));
+	*eqn = i;
+	return 0;
+}
+
+static void eq_release(struct nic_eq *q)
+{
+	nic_rsrc_put(q->lni, NIC_RSRC_EQ);
+	free(q->ring);
+	q->ring = NULL;
+	q->live = false;
+}
+
+int nic_eq_free(struct nic_lni *lni, uint32_t eqn)
+{
+	if (!lni)
+		return -EINVAL;
+	struct nic_eq *q = nic_eq_lookup(lni->nic, eqn);
+	if (!q || q->lni != lni)
+		return -ENOENT;
+	if (q->refs)
+		return -EBUSY;
+	eq_release(q);
+	return 0;
+}
+
+void nic_eqs_free_lni(struct nic *nic, struct nic_lni *lni)
+{
+	for (uint32_t i = 0; i < nic->neqs; i++)
+		if (nic->eqs[i].live && nic->eqs[i].lni == lni)
+			eq_release(&nic->eqs[i]);
+}
+
+const struct nic_event *nic_eq_peek(struct nic *nic, uint32_t eqn)
+{
+	struct nic_eq *q = nic_eq_lookup(nic, eqn);
+	if (!q || q->rd == q->wr)
+		return NULL;
+	return &q->ring[q->rd % q->ring_cap];
+}
+
+void nic_eq_next(struct nic *nic, uint32_t eqn)
+{
+	struct nic_eq *q = nic_eq_lookup(nic, eqn);
+	if (q && q->rd < q->wr)
+		q->rd++;
+}
+
+static uint64_t eq_used(const struct nic_eq *q)
+{
+	return (q->wr - q->ack) + q->pending;
+}
+
+void nic_eq_ack(struct nic *nic, uint32_t eqn)
+{
+	struct nic_eq *q = nic_eq_lookup(nic, eqn);
+	if (!q)
+		return;
+	q->ack = q->rd;
+	if (q->above_thresh && eq_used(q) * 100 < (uint64_t)q->thresh_pct * q->slots)
+		q->above_thresh = false;
+}
+
+int nic_eq_adjust_reserved_fc(struct nic *nic, uint32_t eqn, int delta)
+{
+	struct nic_eq *q = nic_eq_lookup(nic, eqn);
+	if (!q)
+		return -ENOENT;
+	int64_t nr = (int64_t)q->reserved_fc + delta;
+	if (nr < 0)
+		return -EINVAL;
+	if ((uint64_t)nr + eq_used(q) >= q->slots)
+		return -ENOSPC;
+	q->reserved_fc = (uint32_t)nr;
+	return 0;
+}
+
+int nic_eq_status(struct nic *nic, uint32_t eqn, struct nic_eq_status *st)
+{
+	struct nic_eq *q = nic_eq_lookup(nic, eqn);
+	if (!q || !st)
+		return -ENOENT;
+	uint64_t used = eq_used(q);
+	st->slots = q->slots;
+	st->used = (uint32_t)used;
+	st->unread = (uint32_t)(q->wr - q->rd);
+	st->reserved_fc = q->reserved_fc;
+	st->free = used + q->reserved_fc >= q->slots ? 0 : (uint32_t)(q->slots - used - q->reserved_fc);
+	st->writebacks = q->writebacks;
+	st->dropped = q->dropped;
+	st->written = q->written;
+	return 0;
+}
+
+/* Room for one ordinary event (what a flow-control PtlTE checks before it accepts a message). */
+bool nic_eq_has_room(struct nic *nic, uint32_t eqn)
+{
+	struct nic_eq *q = nic_eq_lookup(nic, eqn);
+	return q && eq_used(q) + q->reserved_fc < q->slots;
+}
+
+static void eq_grow(struct nic_eq *q)
+{
+	uint32_t ncap = q->ring_cap * 2 > q->slots ? q->slots : q->ring_cap * 2;
+	struct nic_event *nr = xcalloc(ncap, sizeof(*nr));
+	for (uint64_t i = q->ack; i < q->wr; i++)
+		nr[i % ncap] = q->ring[i % q->ring_cap];
+	free(q->ring);
+	q->ring = nr;
+	q->ring_cap = ncap;
+}
+
+struct evrec {
+	struct nic *nic;
+	uint32_t eqn;
+	uint32_t gen;
+	struct nic_event ev;
+};
+
+static void eq_publish(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct evrec *r = obj;
+	struct nic *nic = r->nic;
+	struct nic_eq *q = nic_eq_lookup(nic, r->eqn);
+	(void)sim;
+	(void)arg;
+	/* An EQ freed (and maybe reallocated) while the event travelled never sees it. */
+	if (q && q->gen != r->gen)
+		q = NULL;
+	if (q) {
+		q->pending--;
+		if (q->wr - q->ack >= q->ring_cap)
+			eq_grow(q);
+		q->ring[q->wr % q->ring_cap] = r->ev;
+		q->wr++;
+		q->written++;
+		if (q->thresh_pct && !q->above_thresh && eq_used(q) * 100 >= (uint64_t)q->thresh_pct * q->slots) {
+			q->above_thresh = true;
+			q->writebacks++;
+		}
+	}
+	uint32_t eqn = r->eqn;
+	pool_put(&nic->evrec_pool, r);
+	if (q && q->notify)
+		q->notify(q->notify_ctx, nic, eqn);
+}
+
+bool nic_eq_post(struct nic *nic, uint32_t eqn, const struct nic_event *ev, simtime_t delay, bool fc_reserved)
+{
+	struct nic_eq *q = nic_eq_lookup(nic, eqn);
+	if (!q)
+		return false;
+	uint64_t limit = fc_reserved ? q->slots : q->slots - q->reserved_fc;
+	if (eq_used(q) >= limit) {
+		q->dropped++;
+		if (fc_reserved)
+			(*nic->c.events_dropped_fc_sc)++;
+		else
+			(*nic->c.events_dropped_ordinary)++;
+		nic_count_limit(nic);
+		return false;
+	}
+	q->pending++;
+	(*nic->c.events_enqueued)++;
+	if (ev->type < C_EVENT_TYPES && nic->c.event_type[ev->type])
+		(*nic->c.event_type[ev->type])++;
+	_Static_assert(sizeof(struct evrec) <= sizeof(struct nic_event) + 32, "evrec pool object size");
+	struct evrec *r = pool_get(&nic->evrec_pool);
+	r->nic = nic;
+	r->eqn = eqn;
+	r->gen = q->gen;
+	r->ev = *ev;
+	sim_schedule(nic->sim, delay + nic->p->pcie_latency + nic->p->event_write, eq_publish, r, 0);
+	return true;
+}

@@ -1,0 +1,329 @@
+/* The initiator side: executing transmit commands (Put, IDC Put, rendezvous Put, Get, CT ops), building
+ * packets, and completing transactions when their ACK or Get reply comes back.  The transmit engine is one
+ * server per NIC: each command costs tx_cmd (plus idc_per_64b per extra IDC slot).  A DMA Put reads its
+ * payload over PCIe before the first byte leaves; its SEND event (local completion) follows that read. */
+#include <string.h>
+
+#include "../util.h"
+#include "nic_impl.h"
+
+struct nic_pkt *nic_pkt_new(struct nic *nic)
+{
+	struct nic_pkt *p = pool_get(&nic->pkt_pool);
+	memset(p, 0, sizeof(*p));
+	p->msg.ctx = p;
+	return p;
+}
+
+void nic_pkt_free(struct nic *nic, struct nic_pkt *p)
+{
+	nic_payload_free(p->payload);
+	p->payload = NULL;
+	/* Packets are allocated by the sender and freed by the receiver: pools are per NIC, so a packet
+	 * returns to the receiving NIC's pool (the pools only hold equal-sized records). */
+	pool_put(&nic->pkt_pool, p);
+}
+
+static void send_now(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct nic *nic = obj;
+	struct nic_pkt *p = (struct nic_pkt *)(uintptr_t)arg;
+	(*nic->c.pkts_tx)++;
+	*nic->c.tx_bytes += p->msg.bytes;
+	fabric_send(sim, nic->fabric, &p->msg);
+}
+
+void nic_send_pkt(struct nic *nic, struct nic_pkt *p, simtime_t delay)
+{
+	sim_schedule(nic->sim, delay, send_now, nic, (uint64_t)(uintptr_t)p);
+}
+
+void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_t list, uint32_t mlength,
+		  simtime_t delay)
+{
+	struct nic_pkt *a = nic_pkt_new(nic);
+	a->type = PKT_ACK;
+	a->rc = rc;
+	a->list = list;
+	a->mlength = mlength;
+	a->op = req->op;
+	a->initiator = req->initiator;
+	a->match_bits = req->match_bits;
+	a->msg.src = nic->addr;
+	a->msg.dst = req->msg.src;
+	a->msg.vni = req->msg.vni;
+	a->msg.tc = req->msg.tc;
+	a->msg.flags = FABRIC_ORDERED;
+	a->msg.bytes = 0;
+	nic_send_pkt(nic, a, delay + nic->p->ack_gen);
+}
+
+/* ---------------------------------------------------------------- command execution */
+
+static void init_event(struct nic *nic, const struct nic_op *op, uint8_t type, uint8_t rc, uint32_t mlength,
+		       simtime_t delay)
+{
+	if (op->eqn == NIC_NONE || !op->lni->live)
+		return;
+	struct nic_event ev = { 0 };
+	ev.type = type;
+	ev.rc = rc;
+	ev.user_ptr = op->user_ptr;
+	ev.mlength = mlength;
+	ev.rlength = op->length;
+	ev.match_bits = op->match_bits;
+	ev.rendezvous_id = op->rendezvous_id;
+	if (op->cmd_op == NIC_CMD_RENDEZVOUS_PUT)
+		ev.flags |= NIC_EVF_RENDEZVOUS;
+	nic_eq_post(nic, op->eqn, &ev, delay, false);
+}
+
+static void op_ct(struct nic *nic, const struct nic_op *op, uint32_t flag, uint32_t bytes, bool ok)
+{
+	if (op->ctn == NIC_NONE || !(op->flags & flag))
+		return;
+	if (!ok)
+		nic_ct_add(nic, op->ctn, 0, 1);
+	else
+		nic_ct_add(nic, op->ctn, (op->flags & NIC_DMA_EVENT_CT_BYTES) ? bytes : 1, 0);
+}
+
+static struct nic_op *op_new(struct nic *nic, struct nic_work *w)
+{
+	const struct nic_dma_cmd *d = &w->cmd.dma;
+	struct nic_op *op = pool_get(&nic->op_pool);
+	memset(op, 0, sizeof(*op));
+	op->kind = w->cmd.op == NIC_CMD_GET ? OP_GET : OP_PUT;
+	op->cmd_op = w->cmd.op;
+	op->flags = d->flags;
+	op->lni = w->lni;
+	op->eqn = d->eqn != NIC_NONE ? d->eqn : w->q_eqn;
+	op->ctn = d->ctn;
+	op->user_ptr = d->user_ptr;
+	op->local_addr = d->local_addr;
+	op->match_bits = d->match_bits;
+	op->length = d->length;
+	op->rendezvous_id = d->rendezvous_id;
+	return op;
+}
+
+static struct nic_pkt *pkt_from_cmd(struct nic *nic, const struct nic_dma_cmd *d, uint8_t type)
+{
+	struct nic_pkt *p = nic_pkt_new(nic);
+	p->type = type;
+	p->dst_pid = d->dst_pid;
+	p->index = d->index;
+	p->initiator = C_MATCH_ID(nic->addr, d->src_pid);
+	p->rlength = d->length;
+	p->match_bits = d->match_bits;
+	p->header_data = d->header_data;
+	p->remote_offset = d->remote_offset;
+	p->rendezvous_id = d->rendezvous_id;
+	p->msg.src = nic->addr;
+	p->msg.dst = d->dst_nic;
+	p->msg.vni = d->vni;
+	p->msg.tc = d->tc;
+	p->msg.flags = (d->flags & NIC_DMA_NOMATCH) ? FABRIC_BULK : FABRIC_ORDERED;
+	if (d->flags & NIC_DMA_NOMATCH)
+		p->flags |= PKTF_NOMATCH;
+	if (d->flags & NIC_DMA_RESTRICTED)
+		p->flags |= PKTF_RESTRICTED;
+	return p;
+}
+
+/* Packets leave in command order (the provider relies on send-after-send ordering): a Put waiting for its
+ * payload read holds back the commands behind it. */
+static simtime_t tx_in_order(struct nic *nic, simtime_t delay)
+{
+	simtime_t at = sim_now(nic->sim) + delay;
+	if (at < nic->tx_order)
+		at = nic->tx_order;
+	nic->tx_order = at;
+	return at - sim_now(nic->sim);
+}
+
+static void tx_put(struct nic *nic, struct nic_work *w)
+{
+	const struct nic_dma_cmd *d = &w->cmd.dma;
+	struct nic_op *op = op_new(nic, w);
+	struct nic_pkt *p = pkt_from_cmd(nic, d, PKT_PUT);
+	p->op = op;
+	uint32_t carry = d->length;
+	if (w->cmd.op == NIC_CMD_RENDEZVOUS_PUT) {
+		p->flags |= PKTF_RENDEZVOUS;
+		if (d->eager_length < carry)
+			carry = d->eager_length;
+	}
+	p->payload_len = carry;
+	p->msg.bytes = carry;
+	simtime_t read = 0;
+	if (w->cmd.op == NIC_CMD_IDC_PUT) {
+		p->payload = w->idc;
+		w->idc = NULL;
+	} else {
+		read = nic->p->pcie_latency + nic_dma_time(nic, carry);
+		if (carry && w->lni->mem) {
+			p->payload = nic_payload_alloc(carry);
+			if (nic_mem_read(w->lni, d->local_addr, p->payload, carry) != 0) {
+				/* The NIC could not read the source: the command fails locally. */
+				nic_payload_free(p->payload);
+				p->payload = NULL;
+				init_event(nic, op, C_EVENT_ACK, C_RC_PERM_VIOLATION, 0, nic->p->pcie_latency);
+				op_ct(nic, op, NIC_DMA_EVENT_CT_ACK, 0, false);
+				pool_put(&nic->op_pool, op);
+				nic_pkt_free(nic, p);
+				return;
+			}
+		}
+	}
+	if (!(d->flags & NIC_DMA_EVENT_SEND_DISABLE))
+		init_event(nic, op, C_EVENT_SEND, C_RC_OK, d->length, read);
+	op_ct(nic, op, NIC_DMA_EVENT_CT_SEND, d->length, true);
+	nic_send_pkt(nic, p, tx_in_order(nic, read));
+}
+
+static void tx_get(struct nic *nic, struct nic_work *w)
+{
+	const struct nic_dma_cmd *d = &w->cmd.dma;
+	struct nic_op *op = op_new(nic, w);
+	struct nic_pkt *p = pkt_from_cmd(nic, d, PKT_GET);
+	p->op = op;
+	p->msg.flags = FABRIC_ORDERED;
+	p->msg.bytes = 0;
+	nic_send_pkt(nic, p, tx_in_order(nic, 0));
+}
+
+static void tx_exec(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct nic_work *w = obj;
+	struct nic *nic = w->nic;
+	(void)sim;
+	(void)arg;
+	switch (w->cmd.op) {
+	case NIC_CMD_PUT:
+	case NIC_CMD_IDC_PUT:
+	case NIC_CMD_RENDEZVOUS_PUT: tx_put(nic, w); break;
+	case NIC_CMD_GET: tx_get(nic, w); break;
+	case NIC_CMD_CT_SET: nic_ct_set(nic, w->cmd.ct.ctn, w->cmd.ct.success, w->cmd.ct.failure); break;
+	case NIC_CMD_CT_INC: nic_ct_add(nic, w->cmd.ct.ctn, w->cmd.ct.success, w->cmd.ct.failure); break;
+	default: break;
+	}
+	nic_payload_free(w->idc);
+	pool_put(&nic->work_pool, w);
+}
+
+void nic_tx_submit(struct nic *nic, struct nic_work *w)
+{
+	simtime_t now = sim_now(nic->sim);
+	simtime_t start = now > nic->tx_free ? now : nic->tx_free;
+	simtime_t cost = nic->p->tx_cmd;
+	if (w->cmd.op == NIC_CMD_IDC_PUT && w->cmd.dma.length > 0)
+		cost += nic->p->idc_per_64b * ((w->cmd.dma.length + 63) / 64);
+	nic->tx_free = start + cost;
+	sim_schedule_at(nic->sim, start + cost, tx_exec, w, 0);
+}
+
+/* ---------------------------------------------------------------- hardware rendezvous Get */
+
+void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct nic_le *le, uint64_t dst_addr,
+			   uint32_t len, const struct nic_le *hdr, simtime_t delay)
+{
+	struct nic_op *op = pool_get(&nic->op_pool);
+	memset(op, 0, sizeof(*op));
+	op->kind = OP_HW_RDZV_GET;
+	op->lni = pte->lni;
+	op->eqn = pte->eqn;
+	op->ctn = NIC_NONE;
+	op->ptn = pte->ptn;
+	op->dst_addr = dst_addr;
+	op->le_user_ptr = le->user_ptr;
+	op->buffer_id = le->buffer_id;
+	op->length = len;
+	op->vni = hdr->vni;
+	op->initiator = hdr->initiator;
+	op->rlength = hdr->rlength;
+	op->header_data = hdr->header_data;
+	op->match_bits = hdr->match_bits;
+	op->rendezvous_id = hdr->rendezvous_id;
+	struct nic_pkt *p = nic_pkt_new(nic);
+	p->type = PKT_GET;
+	p->flags = PKTF_HW_RDZV_GET;
+	p->op = op;
+	p->dst_pid = (uint16_t)C_MATCH_ID_PID(hdr->initiator);
+	p->index = NIC_RDZV_SRC_INDEX;
+	p->initiator = C_MATCH_ID(nic->addr, C_PID_ANY);
+	p->rlength = len;
+	p->match_bits = hdr->match_bits;
+	/* The Put carried the initiator's buffer address (use_offset_for_get): fetch what follows the
+	 * eager part. */
+	p->remote_offset = hdr->remote_offset + hdr->mlength;
+	p->rendezvous_id = hdr->rendezvous_id;
+	p->msg.src = nic->addr;
+	p->msg.dst = C_MATCH_ID_NIC(hdr->initiator);
+	p->msg.vni = hdr->vni;
+	p->msg.flags = FABRIC_ORDERED;
+	nic_send_pkt(nic, p, delay + nic->p->ack_gen);
+}
+
+/* ---------------------------------------------------------------- responses */
+
+static void rx_reply(struct nic *nic, struct nic_pkt *p, struct nic_op *op)
+{
+	uint32_t len = p->rc == C_RC_OK ? p->payload_len : 0;
+	simtime_t dma = nic->p->pcie_latency + nic_dma_time(nic, len);
+	if (op->kind == OP_HW_RDZV_GET) {
+		if (len && p->payload && op->lni->live)
+			nic_mem_write(op->lni, op->dst_addr, p->payload, len);
+		struct nic_pte *pte = nic_pte_lookup(nic, op->ptn);
+		if (pte && pte->lni == op->lni) {
+			struct nic_event ev = { 0 };
+			ev.type = C_EVENT_REPLY;
+			ev.rc = p->rc;
+			ev.user_ptr = op->le_user_ptr;
+			ev.buffer_id = op->buffer_id;
+			ev.mlength = len;
+			ev.rlength = op->length;
+			ev.match_bits = op->match_bits;
+			ev.header_data = op->header_data;
+			ev.initiator = op->initiator;
+			ev.vni = op->vni;
+			ev.rendezvous_id = op->rendezvous_id;
+			ev.start = op->dst_addr;
+			ev.flags = NIC_EVF_RENDEZVOUS;
+			nic_post_target_event(nic, pte, &ev, dma);
+		}
+		return;
+	}
+	if (len && p->payload && op->lni->live)
+		nic_mem_write(op->lni, op->local_addr, p->payload, len);
+	if (!((op->flags & NIC_DMA_EVENT_SUCCESS_DISABLE) && p->rc == C_RC_OK))
+		init_event(nic, op, C_EVENT_REPLY, p->rc, len, dma);
+	op_ct(nic, op, NIC_DMA_EVENT_CT_REPLY, len, p->rc == C_RC_OK);
+}
+
+void nic_initiator_rx(struct nic *nic, struct nic_pkt *p)
+{
+	struct nic_op *op = p->op;
+	if (p->type == PKT_ACK) {
+		if (!((op->flags & NIC_DMA_EVENT_SUCCESS_DISABLE) && p->rc == C_RC_OK) && op->lni->live) {
+			struct nic_event ev = { 0 };
+			ev.type = C_EVENT_ACK;
+			ev.rc = p->rc;
+			ev.user_ptr = op->user_ptr;
+			ev.mlength = p->mlength;
+			ev.rlength = op->length;
+			ev.ptl_list = p->list;
+			ev.match_bits = op->match_bits;
+			ev.rendezvous_id = op->rendezvous_id;
+			if (op->cmd_op == NIC_CMD_RENDEZVOUS_PUT)
+				ev.flags |= NIC_EVF_RENDEZVOUS;
+			if (op->eqn != NIC_NONE)
+				nic_eq_post(nic, op->eqn, &ev, nic->p->pcie_latency, false);
+		}
+		op_ct(nic, op, NIC_DMA_EVENT_CT_ACK, p->mlength, p->rc == C_RC_OK);
+	} else {
+		rx_reply(nic, p, op);
+	}
+	pool_put(&nic->op_pool, op);
+	nic_pkt_free(nic, p);
+}

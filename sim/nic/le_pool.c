@@ -1,0 +1,108 @@
+/* LE pools: 4 processing engines (PEs) of 16,384 list entries, 16 pools per PE (index pe * 16 + pool).
+ *
+ * A pool may always grow up to its reservation; beyond that it competes for the PE's shared remainder
+ * (LEs not reserved by any pool), and never beyond its max_alloc.  Every LE of a PtlTE (posted receives,
+ * overflow and request buffers, MRs, and unexpected-header entries) is charged to the pool of the owning
+ * service on the PtlTE's PE.  A refusal is a "limit hit": counted per pool and in sim.limit_hits. */
+#include <stdio.h>
+
+#include "../timeseries.h"
+#include "../util.h"
+#include "nic_impl.h"
+
+void nic_le_pools_init(struct nic *nic)
+{
+	for (unsigned i = 0; i < C_LE_POOLS; i++) {
+		nic->pools[i].max_alloc = nic->p->le_pool_max_alloc;
+		nic->pools[i].reserved = nic->p->le_pool_reserved;
+	}
+}
+
+/* Stats slots for every pool exist once the NIC is active; timeseries columns are chosen at build. */
+void nic_le_pools_register(struct nic *nic)
+{
+	for (unsigned i = 0; i < C_LE_POOLS; i++)
+		nic->pools[i].c_fail = stats_counter(sim_stats(nic->sim), "nic.%u.le_pool.%u.alloc_fail", nic->addr, i);
+}
+
+static uint32_t pe_shared_capacity(const struct nic *nic, unsigned pe)
+{
+	uint32_t reserved = 0;
+	for (unsigned k = 0; k < C_LE_POOLS_PER_PE; k++)
+		reserved += nic->pools[pe * C_LE_POOLS_PER_PE + k].reserved;
+	return reserved >= nic->p->pe_les ? 0 : nic->p->pe_les - reserved;
+}
+
+bool nic_le_alloc(struct nic *nic, struct nic_pte *pte)
+{
+	struct nic_le_pool *pl = &nic->pools[pte->pool];
+	struct nic_pe *pe = &nic->pe[pte->pe];
+	bool shared = pl->used >= pl->reserved;
+	if (pl->used >= pl->max_alloc || pe->used >= nic->p->pe_les ||
+	    (shared && pe->shared_used >= pe_shared_capacity(nic, pte->pe))) {
+		pl->alloc_fail++;
+		if (pl->c_fail)
+			(*pl->c_fail)++;
+		nic_count_limit(nic);
+		return false;
+	}
+	pl->used++;
+	pe->used++;
+	if (shared)
+		pe->shared_used++;
+	if (pl->used > pl->high_water)
+		pl->high_water = pl->used;
+	if (pl->ts_used)
+		*pl->ts_used = pl->used;
+	return true;
+}
+
+void nic_le_release(struct nic *nic, struct nic_pte *pte)
+{
+	struct nic_le_pool *pl = &nic->pools[pte->pool];
+	struct nic_pe *pe = &nic->pe[pte->pe];
+	if (!pl->used)
+		die("nic %u: LE pool %u released below zero", nic->addr, pte->pool);
+	if (pl->used > pl->reserved)
+		pe->shared_used--;
+	pl->used--;
+	pe->used--;
+	if (pl->ts_used)
+		*pl->ts_used = pl->used;
+}
+
+int nic_le_pool_status(struct nic *nic, unsigned pool_index, struct nic_le_pool_status *st)
+{
+	if (!nic || pool_index >= C_LE_POOLS || !st)
+		return -1;
+	const struct nic_le_pool *pl = &nic->pools[pool_index];
+	st->used = pl->used;
+	st->reserved = pl->reserved;
+	st->max_alloc = pl->max_alloc;
+	st->high_water = pl->high_water;
+	st->alloc_fail = pl->alloc_fail;
+	return 0;
+}
+
+uint32_t nic_pe_le_used(struct nic *nic, unsigned pe)
+{
+	return pe < C_PE_COUNT ? nic->pe[pe].used : 0;
+}
+
+/* Timeseries columns "nic.<addr>.le_pool.<index>.used" for one NIC's pools that a service uses. */
+void nic_le_pools_timeseries(struct nic *nic, const uint8_t *svc_pools, unsigned nsvc_pools);
+void nic_le_pools_timeseries(struct nic *nic, const uint8_t *svc_pools, unsigned nsvc_pools)
+{
+	for (unsigned pe = 0; pe < C_PE_COUNT; pe++) {
+		for (unsigned k = 0; k < nsvc_pools; k++) {
+			unsigned idx = pe * C_LE_POOLS_PER_PE + svc_pools[k];
+			struct nic_le_pool *pl = &nic->pools[idx];
+			if (pl->ts_used)
+				continue;
+			pl->ts_used = stats_counter(sim_stats(nic->sim), "nic.%u.le_pool.%u.used", nic->addr, idx);
+			char col[64];
+			snprintf(col, sizeof(col), "nic.%u.le_pool.%u.used", nic->addr, idx);
+			ts_register(nic->sim, col, pl->ts_used);
+		}
+	}
+}

@@ -1,0 +1,817 @@
+/* The list-processing engine (LPE): target-side matching.
+ *
+ * Each of the four PEs serves, one at a time and in arrival order, the network requests (Put, Get) and
+ * target commands (Append, Unlink, Search, SetState) of the PtlTEs it owns (ptn % 4).  A request's cost is
+ * match_base plus match_per_le per LE walked; the outputs (events, ACK/NACK, Get reply) leave when the
+ * request is done.  Matching decisions see the lists as they are when the request starts.
+ *
+ * Exhaustion handling follows Cassini:
+ *   - flow-control PtlTE (en_flowctrl): disable [reason], count the drop, NACK C_RC_PT_DISABLED;
+ *   - hybrid PtlTE (en_sw_transition): out of LEs -> SOFTWARE_MANAGED [SM_*], message goes to REQUEST;
+ *   - neither: NACK C_RC_ENTRY_NOT_FOUND (the RNR protocol relies on this) and stay enabled.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util.h"
+#include "nic_impl.h"
+
+/* ---------------------------------------------------------------- PE queue */
+
+static void pe_run(struct sim *sim, void *obj, uint64_t arg);
+
+void nic_pe_submit(struct nic *nic, unsigned pe_idx, struct nic_work *w)
+{
+	struct nic_pe *pe = &nic->pe[pe_idx];
+	if (pe->qlen == pe->qcap) {
+		uint32_t ncap = pe->qcap ? pe->qcap * 2 : 64;
+		struct nic_work **nq = xmalloc(ncap * sizeof(*nq));
+		for (uint32_t i = 0; i < pe->qlen; i++)
+			nq[i] = pe->q[(pe->qhead + i) % pe->qcap];
+		free(pe->q);
+		pe->q = nq;
+		pe->qcap = ncap;
+		pe->qhead = 0;
+	}
+	pe->q[(pe->qhead + pe->qlen++) % pe->qcap] = w;
+	if (!pe->busy) {
+		pe->busy = true;
+		sim_schedule(nic->sim, 0, pe_run, nic, pe_idx);
+	}
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static bool le_matches(const struct nic_le *le, uint64_t match_bits, uint32_t initiator)
+{
+	if ((le->match_bits ^ match_bits) & ~le->ignore_bits)
+		return false;
+	if (le->match_id == C_MATCH_ID_ANY)
+		return true;
+	if (C_MATCH_ID_PID(le->match_id) == C_PID_ANY)
+		return C_MATCH_ID_NIC(le->match_id) == C_MATCH_ID_NIC(initiator);
+	if (C_MATCH_ID_NIC(le->match_id) == (1u << C_NIC_BITS) - 1)
+		return C_MATCH_ID_PID(le->match_id) == C_MATCH_ID_PID(initiator);
+	return le->match_id == initiator;
+}
+
+static uint64_t le_space(const struct nic_le *le)
+{
+	return le->length > le->offset ? le->length - le->offset : 0;
+}
+
+void nic_post_target_event(struct nic *nic, struct nic_pte *pte, struct nic_event *ev, simtime_t delay)
+{
+	ev->ptlte_index = (uint16_t)pte->ptn;
+	ev->pe = pte->pe;
+	nic_eq_post(nic, pte->eqn, ev, delay, false);
+}
+
+static void event_from_le(struct nic_event *ev, uint8_t type, const struct nic_le *le)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->type = type;
+	ev->rc = C_RC_OK;
+	ev->user_ptr = le->user_ptr;
+	ev->buffer_id = le->buffer_id;
+	ev->ptl_list = le->list;
+}
+
+static void event_hdr(struct nic_event *ev, const struct nic_le *hdr)
+{
+	ev->match_bits = hdr->match_bits;
+	ev->header_data = hdr->header_data;
+	ev->initiator = hdr->initiator;
+	ev->vni = hdr->vni;
+	ev->remote_offset = hdr->remote_offset;
+	ev->rlength = hdr->rlength;
+	ev->rendezvous_id = hdr->rendezvous_id;
+	if (hdr->rendezvous)
+		ev->flags |= NIC_EVF_RENDEZVOUS;
+}
+
+/* The NIC changes a PtlTE's state on its own (flow control or a hybrid switch). */
+static void pte_auto_state(struct nic *nic, struct nic_pte *pte, uint8_t state, uint8_t reason, simtime_t delay)
+{
+	pte->state = state;
+	struct nic_event ev = { 0 };
+	ev.type = C_EVENT_STATE_CHANGE;
+	ev.rc = C_RC_OK;
+	ev.sc.state = state;
+	ev.sc.reason = reason;
+	ev.flags = NIC_EVF_SC_NIC_AUTO;
+	ev.ptlte_index = (uint16_t)pte->ptn;
+	ev.pe = pte->pe;
+	nic_eq_post(nic, pte->eqn, &ev, delay, true);
+	if (reason < 7)
+		(*nic->c.fc_transitions[reason])++;
+	nic_count_limit(nic);
+}
+
+static void lpe_drop(struct nic *nic, struct nic_pte *pte, const struct nic_pkt *p, simtime_t delay)
+{
+	pte->drop_count++;
+	(*nic->c.pt_disabled_drops)++;
+	nic_send_ack(nic, p, C_RC_PT_DISABLED, 0, 0, delay);
+}
+
+static void hdr_from_pkt(struct nic_le *h, const struct nic_pkt *p)
+{
+	memset(h, 0, sizeof(*h));
+	h->ule = true;
+	h->initiator = p->initiator;
+	h->match_bits = p->match_bits;
+	h->header_data = p->header_data;
+	h->remote_offset = p->remote_offset;
+	h->rlength = p->rlength;
+	h->mlength = p->payload_len;
+	h->vni = p->msg.vni;
+	h->rendezvous_id = p->rendezvous_id;
+	h->rendezvous = (p->flags & PKTF_RENDEZVOUS) != 0;
+}
+
+static void access_note(struct nic_pte *pte, const struct nic_le *le, uint64_t addr, uint64_t len, bool write)
+{
+	if (pte->access_fn)
+		pte->access_fn(pte->access_ctx, pte->ptn, le->user_ptr, addr, len, write);
+}
+
+static void le_ct(struct nic *nic, const struct nic_le *le, uint64_t bytes, bool ok)
+{
+	if (le->ctn == NIC_NONE || !(le->flags & (C_LE_EVENT_CT_COMM | C_LE_EVENT_CT_BYTES)))
+		return;
+	if (!ok)
+		nic_ct_add(nic, le->ctn, 0, 1);
+	else
+		nic_ct_add(nic, le->ctn, (le->flags & C_LE_EVENT_CT_BYTES) ? bytes : 1, 0);
+}
+
+/* After a match consumed space: should a locally managed or use-once LE leave the list? */
+static bool le_retire(const struct nic_le *le)
+{
+	if (le->flags & C_LE_USE_ONCE)
+		return true;
+	return (le->flags & C_LE_MANAGE_LOCAL) && le_space(le) < le->min_free;
+}
+
+static void post_auto_unlink(struct nic *nic, struct nic_pte *pte, const struct nic_le *le, simtime_t delay)
+{
+	if (le->flags & (C_LE_EVENT_UNLINK_DISABLE | C_LE_USE_ONCE))
+		return;
+	struct nic_event ev;
+	event_from_le(&ev, C_EVENT_UNLINK, le);
+	ev.flags |= NIC_EVF_AUTO_UNLINKED;
+	ev.start = le->start + le->offset;
+	nic_post_target_event(nic, pte, &ev, delay);
+}
+
+/* ---------------------------------------------------------------- delivery of a Put into an LE */
+
+/* Deliver the message described by hdr into `le`: a receive (PUT, or PUT_OVERFLOW when an append found
+ * the header on the UNEXPECTED list, the eager bytes then staying in the overflow buffer for software to
+ * copy) or an overflow/request buffer (`landing`: only the eager part is taken, no rendezvous Get).  The
+ * eager bytes are in `payload` (NULL: no real data). */
+static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_le *hdr,
+			const uint8_t *payload, uint8_t ev_type, simtime_t delay, bool landing, bool *retired)
+{
+	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : hdr->remote_offset;
+	uint64_t space = le->length > offset ? le->length - offset : 0;
+	uint32_t want = landing ? hdr->mlength : hdr->rlength;
+	uint32_t mlength = want < space ? want : (uint32_t)space;
+	uint32_t have = hdr->mlength < mlength ? hdr->mlength : mlength; /* eager bytes that land now */
+	uint64_t dst = le->start + offset;
+	if (have && payload && ev_type == C_EVENT_PUT)
+		nic_mem_write(pte->lni, dst, payload, have);
+	simtime_t dma = delay + nic_dma_time(nic, have);
+	if (mlength < want)
+		(*nic->c.num_truncated[pte->pe])++;
+	if (le->flags & C_LE_MANAGE_LOCAL)
+		le->offset += mlength;
+	*retired = le_retire(le);
+
+	if (pte->opts.en_event_match) {
+		struct nic_event mev;
+		event_from_le(&mev, C_EVENT_MATCH, le);
+		event_hdr(&mev, hdr);
+		mev.start = dst;
+		nic_post_target_event(nic, pte, &mev, delay);
+	}
+	if (*retired)
+		post_auto_unlink(nic, pte, le, delay);
+	access_note(pte, le, dst, mlength, true);
+
+	struct nic_event ev;
+	event_from_le(&ev, ev_type, le);
+	event_hdr(&ev, hdr);
+	ev.start = dst;
+	ev.mlength = ev_type == C_EVENT_PUT_OVERFLOW ? hdr->mlength : mlength;
+	if (ev_type == C_EVENT_PUT_OVERFLOW)
+		ev.start = hdr->start; /* where the unexpected data sits (overflow buffer) */
+	if (*retired)
+		ev.flags |= NIC_EVF_AUTO_UNLINKED;
+	bool rdzv_get = !landing && hdr->rendezvous && mlength > have;
+	if (!(le->flags & C_LE_EVENT_COMM_DISABLE) && !(le->flags & C_LE_EVENT_SUCCESS_DISABLE))
+		nic_post_target_event(nic, pte, &ev, dma);
+	le_ct(nic, le, mlength, true);
+	if (hdr->rendezvous && !landing) {
+		(*nic->c.rndzv_puts[pte->pe])++;
+		struct nic_event rev;
+		event_from_le(&rev, C_EVENT_RENDEZVOUS, le);
+		event_hdr(&rev, hdr);
+		rev.start = dst + have;
+		rev.mlength = have;
+		if (rdzv_get) {
+			rev.flags |= NIC_EVF_GET_ISSUED;
+			(*nic->c.rndzv_puts_offloaded[pte->pe])++;
+		}
+		nic_post_target_event(nic, pte, &rev, dma);
+		if (rdzv_get)
+			nic_issue_hw_rdzv_get(nic, pte, le, dst + have, mlength - have, hdr, dma);
+	}
+}
+
+/* ---------------------------------------------------------------- network Put */
+
+static struct nic_le *search_list(struct nic_le_list *l, uint64_t match_bits, uint32_t initiator, uint32_t op_flag,
+				  uint64_t need, uint64_t *walked)
+{
+	for (struct nic_le *le = l->head; le; le = le->next) {
+		(*walked)++;
+		if (!(le->flags & op_flag))
+			continue;
+		if (!le_matches(le, match_bits, initiator))
+			continue;
+		if ((le->flags & C_LE_NO_TRUNCATE) && le_space(le) < need)
+			continue;
+		return le;
+	}
+	return NULL;
+}
+
+/* Unlink and free an LE that a match retired. */
+static void le_remove(struct nic *nic, struct nic_pte *pte, struct nic_le *le)
+{
+	nic_le_list_remove(&pte->lists[le->list], le);
+	nic_le_free(nic, le);
+}
+
+/* Land the message in the first request buffer (software-managed PtlTE). */
+static void put_to_request(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p, const struct nic_le *hdr,
+			   simtime_t cost)
+{
+	uint64_t walked = 0;
+	struct nic_le *le = search_list(&pte->lists[C_PTL_LIST_REQUEST], p->match_bits, p->initiator, C_LE_OP_PUT,
+					p->payload_len, &walked);
+	cost += walked * nic->p->match_per_le;
+	*nic->c.les_searched += walked;
+	if (!le) {
+		if (pte->opts.en_flowctrl) {
+			(*nic->c.err_pt_disabled_req_empty)++;
+			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_REQUEST_FULL, cost);
+			lpe_drop(nic, pte, p, cost);
+		} else {
+			(*nic->c.err_entry_not_found_req_empty)++;
+			nic_send_ack(nic, p, C_RC_ENTRY_NOT_FOUND, 0, 0, cost);
+		}
+		return;
+	}
+	(*nic->c.net_match_request[pte->pe])++;
+	(*nic->c.net_match_success[pte->pe])++;
+	/* A request buffer keeps only the eager part: software fetches the rest. */
+	bool retired;
+	deliver_put(nic, pte, le, hdr, p->payload, C_EVENT_PUT, cost, true, &retired);
+	nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_REQUEST, p->payload_len, cost + nic->p->ack_gen);
+	if (retired)
+		le_remove(nic, pte, le);
+}
+
+static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p, struct nic_le *hdr,
+			       simtime_t cost);
+
+static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p)
+{
+	const struct nic_params *np = nic->p;
+	simtime_t cost = np->match_base;
+	(*nic->c.put_cmds)++;
+	if (p->flags & PKTF_RENDEZVOUS)
+		(*nic->c.rendezvous_put_cmds)++;
+	(*nic->c.net_match_requests[pte->pe])++;
+
+	if (pte->state != C_PTLTE_ENABLED && pte->state != C_PTLTE_SOFTWARE_MANAGED) {
+		lpe_drop(nic, pte, p, cost);
+		return cost;
+	}
+	if (!nic_eq_has_room(nic, pte->eqn)) {
+		if (pte->opts.en_flowctrl) {
+			(*nic->c.err_pt_disabled_eq_full)++;
+			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_EQ_FULL, cost);
+			lpe_drop(nic, pte, p, cost);
+		} else {
+			(*nic->c.err_entry_not_found_eq_full)++;
+			nic_send_ack(nic, p, C_RC_ENTRY_NOT_FOUND, 0, 0, cost);
+		}
+		return cost;
+	}
+	struct nic_le hdr;
+	hdr_from_pkt(&hdr, p);
+	uint64_t walked = 0;
+	struct nic_le *le;
+	if (!pte->opts.is_matching) {
+		for (le = pte->lists[C_PTL_LIST_PRIORITY].head; le && !(le->flags & C_LE_OP_PUT); le = le->next)
+			walked++;
+	} else {
+		le = search_list(&pte->lists[C_PTL_LIST_PRIORITY], p->match_bits, p->initiator, C_LE_OP_PUT,
+				 p->rlength, &walked);
+	}
+	cost += walked * np->match_per_le;
+	*nic->c.les_searched += walked;
+	if (le) {
+		(*nic->c.net_match_priority[pte->pe])++;
+		(*nic->c.net_match_success[pte->pe])++;
+		if (le->flags & C_LE_USE_ONCE)
+			(*nic->c.net_match_useonce[pte->pe])++;
+		bool retired;
+		deliver_put(nic, pte, le, &hdr, p->payload, C_EVENT_PUT, cost, false, &retired);
+		nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_PRIORITY, p->rlength, cost + np->ack_gen);
+		if (retired)
+			le_remove(nic, pte, le);
+		return cost;
+	}
+	if (!pte->opts.is_matching) {
+		nic_send_ack(nic, p, C_RC_ENTRY_NOT_FOUND, 0, 0, cost);
+		return cost;
+	}
+	if (pte->state == C_PTLTE_SOFTWARE_MANAGED) {
+		put_to_request(nic, pte, p, &hdr, cost);
+		return cost;
+	}
+	lpe_put_unexpected(nic, pte, p, &hdr, cost);
+	return cost;
+}
+
+/* No receive matched an enabled PtlTE: land the message in an overflow buffer and remember its header. */
+static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p, struct nic_le *hdr,
+			       simtime_t cost)
+{
+	uint64_t walked = 0;
+	struct nic_le *ob = search_list(&pte->lists[C_PTL_LIST_OVERFLOW], p->match_bits, p->initiator, C_LE_OP_PUT,
+					p->payload_len, &walked);
+	cost += walked * nic->p->match_per_le;
+	*nic->c.les_searched += walked;
+	if (!ob) {
+		if (pte->opts.en_flowctrl) {
+			(*nic->c.err_pt_disabled_no_match_in_overflow)++;
+			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_NO_MATCH, cost);
+			lpe_drop(nic, pte, p, cost);
+		} else {
+			(*nic->c.err_entry_not_found_no_match_in_overflow)++;
+			nic_send_ack(nic, p, C_RC_ENTRY_NOT_FOUND, 0, 0, cost);
+		}
+		return;
+	}
+	if (!nic_le_alloc(nic, pte)) {
+		(*nic->c.err_no_space_net)++;
+		if (pte->opts.en_sw_transition) {
+			pte_auto_state(nic, pte, C_PTLTE_SOFTWARE_MANAGED, C_SC_SM_UNEXPECTED_FAIL, cost);
+			put_to_request(nic, pte, p, hdr, cost);
+		} else if (pte->opts.en_flowctrl) {
+			(*nic->c.err_pt_disabled_cant_alloc_unexpected)++;
+			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_UNEXPECTED_FAIL, cost);
+			lpe_drop(nic, pte, p, cost);
+		} else {
+			(*nic->c.err_entry_not_found_cant_alloc_unexpected)++;
+			nic_send_ack(nic, p, C_RC_ENTRY_NOT_FOUND, 0, 0, cost);
+		}
+		return;
+	}
+	(*nic->c.net_match_overflow[pte->pe])++;
+	(*nic->c.net_match_success[pte->pe])++;
+	/* The overflow buffer takes the eager bytes; the header goes on the UNEXPECTED list. */
+	struct nic_le *ule = pool_get(&nic->le_pool);
+	*ule = *hdr;
+	ule->pte = pte;
+	ule->list = C_PTL_LIST_UNEXPECTED;
+	ule->flags = 0;
+	ule->ctn = NIC_NONE;
+	ule->start = ob->start + ob->offset;
+	ule->buffer_id = ob->buffer_id;
+	ule->user_ptr = ob->user_ptr;
+	ule->seq = pte->le_seq++;
+	bool retired; /* the overflow buffer holds the eager part only */
+	deliver_put(nic, pte, ob, hdr, p->payload, C_EVENT_PUT, cost, true, &retired);
+	nic_le_list_append(&pte->lists[C_PTL_LIST_UNEXPECTED], ule);
+	nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_OVERFLOW, p->rlength, cost + nic->p->ack_gen);
+	if (retired)
+		le_remove(nic, pte, ob);
+}
+
+/* ---------------------------------------------------------------- network Get */
+
+static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p)
+{
+	const struct nic_params *np = nic->p;
+	simtime_t cost = np->match_base;
+	(*nic->c.get_cmds)++;
+	(*nic->c.net_match_requests[pte->pe])++;
+	struct nic_pkt *r = nic_pkt_new(nic);
+	r->type = PKT_REPLY;
+	r->op = p->op;
+	r->msg.src = nic->addr;
+	r->msg.dst = p->msg.src;
+	r->msg.vni = p->msg.vni;
+	r->msg.tc = p->msg.tc;
+	r->msg.flags = FABRIC_BULK;
+	r->initiator = p->initiator;
+	r->match_bits = p->match_bits;
+	if (pte->state != C_PTLTE_ENABLED && pte->state != C_PTLTE_SOFTWARE_MANAGED) {
+		r->rc = C_RC_PT_DISABLED;
+		nic_send_pkt(nic, r, cost + np->ack_gen);
+		return cost;
+	}
+	uint64_t walked = 0;
+	struct nic_le *le;
+	if (!pte->opts.is_matching) {
+		for (le = pte->lists[C_PTL_LIST_PRIORITY].head; le && !(le->flags & C_LE_OP_GET); le = le->next)
+			walked++;
+	} else {
+		le = search_list(&pte->lists[C_PTL_LIST_PRIORITY], p->match_bits, p->initiator, C_LE_OP_GET, 0,
+				 &walked);
+	}
+	cost += walked * np->match_per_le;
+	*nic->c.les_searched += walked;
+	if (!le) {
+		r->rc = C_RC_ENTRY_NOT_FOUND;
+		nic_send_pkt(nic, r, cost + np->ack_gen);
+		return cost;
+	}
+	(*nic->c.net_match_priority[pte->pe])++;
+	(*nic->c.net_match_success[pte->pe])++;
+	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : p->remote_offset;
+	uint64_t space = le->length > offset ? le->length - offset : 0;
+	uint32_t mlength = p->rlength < space ? p->rlength : (uint32_t)space;
+	uint64_t src = le->start + offset;
+	r->rc = C_RC_OK;
+	r->payload_len = mlength;
+	r->mlength = mlength;
+	r->msg.bytes = mlength;
+	if (mlength && pte->lni->mem) {
+		r->payload = nic_payload_alloc(mlength);
+		if (nic_mem_read(pte->lni, src, r->payload, mlength) != 0) {
+			nic_payload_free(r->payload);
+			r->payload = NULL;
+			r->rc = C_RC_PERM_VIOLATION;
+		}
+	}
+	if (le->flags & C_LE_MANAGE_LOCAL)
+		le->offset += mlength;
+	bool retired = le_retire(le);
+	access_note(pte, le, src, mlength, false);
+	simtime_t dma = cost + np->pcie_latency + nic_dma_time(nic, mlength);
+	struct nic_le hdr;
+	hdr_from_pkt(&hdr, p);
+	hdr.rlength = p->rlength;
+	if (pte->opts.en_event_match) {
+		struct nic_event mev;
+		event_from_le(&mev, C_EVENT_MATCH, le);
+		event_hdr(&mev, &hdr);
+		mev.start = src;
+		nic_post_target_event(nic, pte, &mev, cost);
+	}
+	if (retired)
+		post_auto_unlink(nic, pte, le, cost);
+	struct nic_event ev;
+	event_from_le(&ev, C_EVENT_GET, le);
+	event_hdr(&ev, &hdr);
+	ev.rc = r->rc;
+	ev.start = src;
+	ev.mlength = mlength;
+	if (retired)
+		ev.flags |= NIC_EVF_AUTO_UNLINKED;
+	if (!(le->flags & C_LE_EVENT_COMM_DISABLE) && !((le->flags & C_LE_EVENT_SUCCESS_DISABLE) && r->rc == C_RC_OK))
+		nic_post_target_event(nic, pte, &ev, dma);
+	le_ct(nic, le, mlength, r->rc == C_RC_OK);
+	nic_send_pkt(nic, r, dma);
+	if (retired)
+		le_remove(nic, pte, le);
+	return cost;
+}
+
+/* ---------------------------------------------------------------- target commands */
+
+static void cmd_event(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c, uint8_t type, uint8_t rc,
+		      simtime_t delay)
+{
+	struct nic_event ev = { 0 };
+	ev.type = type;
+	ev.rc = rc;
+	ev.buffer_id = c->buffer_id;
+	ev.user_ptr = c->user_ptr;
+	ev.ptl_list = c->list;
+	nic_post_target_event(nic, pte, &ev, delay);
+}
+
+/* An appended receive first looks for unexpected headers it matches (oldest first). */
+static bool append_match_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_le *le, simtime_t *cost)
+{
+	struct nic_le_list *ux = &pte->lists[C_PTL_LIST_UNEXPECTED];
+	struct nic_le *u = ux->head;
+	while (u) {
+		*cost += nic->p->match_per_le;
+		(*nic->c.les_searched)++;
+		struct nic_le *next = u->next;
+		if (le_matches(le, u->match_bits, u->initiator) &&
+		    (!(le->flags & C_LE_NO_TRUNCATE) || le_space(le) >= u->rlength)) {
+			bool retired;
+			deliver_put(nic, pte, le, u, NULL, C_EVENT_PUT_OVERFLOW, *cost, false, &retired);
+			nic_le_list_remove(ux, u);
+			nic_le_free(nic, u);
+			if (retired)
+				return true;
+		}
+		u = next;
+	}
+	return false;
+}
+
+static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c)
+{
+	simtime_t cost = nic->p->tgt_cmd;
+	(*nic->c.append_cmds[pte->pe])++;
+	if (c->list == C_PTL_LIST_UNEXPECTED) {
+		cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_CMD_INVALID_ARG, cost);
+		return cost;
+	}
+	bool priority = c->list == C_PTL_LIST_PRIORITY && pte->opts.is_matching;
+	if (priority && pte->state == C_PTLTE_SOFTWARE_MANAGED) {
+		(*nic->c.err_ptlte_sw_managed)++;
+		cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_PTLTE_SW_MANAGED, cost);
+		return cost;
+	}
+	struct nic_le tmp = { 0 };
+	tmp.pte = pte;
+	tmp.list = c->list;
+	tmp.buffer_id = c->buffer_id;
+	tmp.flags = c->le_flags;
+	tmp.ctn = c->ctn;
+	tmp.match_id = c->match_id;
+	tmp.min_free = c->min_free;
+	tmp.start = c->start;
+	tmp.length = c->length;
+	tmp.match_bits = c->match_bits;
+	tmp.ignore_bits = c->ignore_bits;
+	tmp.user_ptr = c->user_ptr;
+	if (priority && pte->lists[C_PTL_LIST_UNEXPECTED].count && append_match_unexpected(nic, pte, &tmp, &cost)) {
+		(*nic->c.append_success[pte->pe])++;
+		return cost; /* consumed by unexpected messages: never linked */
+	}
+	if (!nic_le_alloc(nic, pte)) {
+		(*nic->c.err_no_space_append)++;
+		if (priority && pte->opts.en_sw_transition && pte->state == C_PTLTE_ENABLED) {
+			pte_auto_state(nic, pte, C_PTLTE_SOFTWARE_MANAGED, C_SC_SM_APPEND_FAIL, cost);
+			cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_PTLTE_SW_MANAGED, cost);
+		} else {
+			cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_NO_SPACE, cost);
+		}
+		return cost;
+	}
+	struct nic_le *le = pool_get(&nic->le_pool);
+	*le = tmp;
+	le->seq = pte->le_seq++;
+	nic_le_list_append(&pte->lists[c->list], le);
+	(*nic->c.append_success[pte->pe])++;
+	if (!(c->le_flags & C_LE_EVENT_LINK_DISABLE)) {
+		struct nic_event ev = { 0 };
+		ev.type = C_EVENT_LINK;
+		ev.rc = C_RC_OK;
+		ev.buffer_id = c->buffer_id;
+		ev.user_ptr = c->user_ptr;
+		ev.ptl_list = c->list;
+		/* lpe_stat_1 / lpe_stat_2 of the hardware event: pool use and the pool's allocation. */
+		ev.mlength = nic->pools[pte->pool].used;
+		ev.rlength = nic->pools[pte->pool].max_alloc;
+		nic_post_target_event(nic, pte, &ev, cost);
+	}
+	return cost;
+}
+
+static simtime_t tgt_unlink(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c)
+{
+	simtime_t cost = nic->p->tgt_cmd;
+	(*nic->c.unlink_cmds)++;
+	struct nic_le_list *l = &pte->lists[c->list & 3];
+	for (struct nic_le *le = l->head; le; le = le->next) {
+		cost += nic->p->match_per_le;
+		if (!le->ule && le->buffer_id == c->buffer_id) {
+			struct nic_event ev;
+			event_from_le(&ev, C_EVENT_UNLINK, le);
+			ev.start = le->start + le->offset;
+			ev.mlength = (uint32_t)le->offset;
+			nic_post_target_event(nic, pte, &ev, cost);
+			nic_le_list_remove(l, le);
+			nic_le_free(nic, le);
+			(*nic->c.unlink_success)++;
+			return cost;
+		}
+	}
+	(*nic->c.err_entry_not_found_unlink_failed)++;
+	cmd_event(nic, pte, c, C_EVENT_UNLINK, C_RC_ENTRY_NOT_FOUND, cost);
+	return cost;
+}
+
+/* SEARCH reports matching entries; SEARCH_AND_DELETE removes unexpected headers, reporting each one as a
+ * PUT_OVERFLOW event and finishing with a SEARCH event (C_RC_NO_MATCH) -- the onload sequence.  With
+ * C_LE_USE_ONCE only the first match is reported/removed and no trailing SEARCH event is sent. */
+static simtime_t tgt_search(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c, bool del)
+{
+	simtime_t cost = nic->p->tgt_cmd;
+	if (del)
+		(*nic->c.search_delete_cmds)++;
+	else
+		(*nic->c.search_cmds)++;
+	struct nic_le tmpl = { 0 };
+	tmpl.match_bits = c->match_bits;
+	tmpl.ignore_bits = c->ignore_bits;
+	tmpl.match_id = c->match_id;
+	bool once = (c->le_flags & C_LE_USE_ONCE) != 0;
+	struct nic_le_list *l = &pte->lists[c->list & 3];
+	uint32_t found = 0;
+	for (struct nic_le *le = l->head; le;) {
+		struct nic_le *next = le->next;
+		cost += nic->p->match_per_le;
+		uint32_t init = le->ule ? le->initiator : C_MATCH_ID_ANY;
+		bool m = le->ule ? le_matches(&tmpl, le->match_bits, init)
+				 : !((le->match_bits ^ c->match_bits) & ~c->ignore_bits);
+		if (m) {
+			found++;
+			struct nic_event ev;
+			event_from_le(&ev, del ? C_EVENT_PUT_OVERFLOW : C_EVENT_SEARCH, le);
+			if (le->ule) {
+				event_hdr(&ev, le);
+				ev.start = le->start;
+				ev.mlength = le->mlength;
+			}
+			/* The search command's own identity, as the hardware reports it. */
+			ev.buffer_id = c->buffer_id;
+			ev.user_ptr = c->user_ptr;
+			nic_post_target_event(nic, pte, &ev, cost);
+			if (del) {
+				nic_le_list_remove(l, le);
+				nic_le_free(nic, le);
+			}
+			if (once)
+				break;
+		}
+		le = next;
+	}
+	if (del)
+		(*(found ? nic->c.search_delete_success : nic->c.search_delete_fail))++;
+	else
+		(*(found ? nic->c.search_success : nic->c.search_fail))++;
+	if (!found)
+		(*nic->c.err_search_no_match)++;
+	if (!once || !found) {
+		struct nic_event ev = { 0 };
+		ev.type = once && del ? C_EVENT_PUT_OVERFLOW : C_EVENT_SEARCH;
+		ev.rc = found && !once ? C_RC_NO_MATCH : (found ? C_RC_OK : C_RC_NO_MATCH);
+		ev.buffer_id = c->buffer_id;
+		ev.user_ptr = c->user_ptr;
+		ev.ptl_list = c->list;
+		ev.mlength = found;
+		nic_post_target_event(nic, pte, &ev, cost);
+	}
+	return cost;
+}
+
+static simtime_t tgt_setstate(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c)
+{
+	simtime_t cost = nic->p->tgt_cmd;
+	(*nic->c.setstate_cmds[pte->pe])++;
+	struct nic_event ev = { 0 };
+	ev.type = C_EVENT_STATE_CHANGE;
+	ev.sc.reason = C_SC_NONE;
+	ev.ptlte_index = (uint16_t)pte->ptn;
+	ev.pe = pte->pe;
+	ev.buffer_id = c->buffer_id;
+	ev.user_ptr = c->user_ptr;
+	bool leaving_disabled = pte->state == C_PTLTE_DISABLED && c->state != C_PTLTE_DISABLED;
+	if (c->state > C_PTLTE_SOFTWARE_MANAGED || c->state == C_PTLTE_RESET) {
+		ev.rc = C_RC_CMD_INVALID_ARG;
+		ev.sc.state = pte->state;
+	} else if (leaving_disabled && c->drop_count != NIC_IGNORE_DROPS && c->drop_count != pte->drop_count) {
+		(*nic->c.err_setstate_no_match)++;
+		ev.rc = C_RC_NO_MATCH;
+		ev.sc.state = pte->state;
+	} else {
+		if (leaving_disabled)
+			pte->drop_count = 0;
+		pte->state = c->state;
+		ev.rc = C_RC_OK;
+		ev.sc.state = c->state;
+		(*nic->c.setstate_success[pte->pe])++;
+	}
+	nic_eq_post(nic, pte->eqn, &ev, cost, true);
+	return cost;
+}
+
+static simtime_t lpe_tgt_cmd(struct nic *nic, struct nic_work *w)
+{
+	const struct nic_tgt_cmd *c = &w->cmd.tgt;
+	struct nic_pte *pte = nic_pte_lookup(nic, c->ptn);
+	if (!pte || pte->lni != w->lni) {
+		struct nic_event ev = { 0 };
+		ev.type = C_EVENT_COMMAND_FAILURE;
+		ev.rc = C_RC_CMD_INVALID_ARG;
+		ev.buffer_id = c->buffer_id;
+		ev.user_ptr = c->user_ptr;
+		if (w->q_eqn != NIC_NONE)
+			nic_eq_post(nic, w->q_eqn, &ev, nic->p->tgt_cmd, false);
+		return nic->p->tgt_cmd;
+	}
+	switch (w->cmd.op) {
+	case NIC_CMD_TGT_APPEND: return tgt_append(nic, pte, c);
+	case NIC_CMD_TGT_UNLINK: return tgt_unlink(nic, pte, c);
+	case NIC_CMD_TGT_SEARCH: return tgt_search(nic, pte, c, false);
+	case NIC_CMD_TGT_SEARCH_AND_DELETE: return tgt_search(nic, pte, c, true);
+	case NIC_CMD_TGT_SETSTATE: return tgt_setstate(nic, pte, c);
+	default: return nic->p->tgt_cmd;
+	}
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static simtime_t lpe_pkt(struct nic *nic, struct nic_pkt *p)
+{
+	uint8_t rc = C_RC_OK;
+	struct nic_pte *pte = nic_pte_resolve(nic, p->msg.vni, p->dst_pid, p->index, p->msg.src == nic->addr, &rc);
+	simtime_t cost = nic->p->match_base;
+	if (pte) {
+		cost = p->type == PKT_PUT ? lpe_put(nic, pte, p) : lpe_get(nic, pte, p);
+	} else {
+		(*(rc == C_RC_VNI_NOT_FOUND ? nic->c.vni_not_found : nic->c.ptlte_not_found))++;
+		(*nic->c.err_invalid_endpoint)++;
+		if (p->type == PKT_PUT) {
+			nic_send_ack(nic, p, rc, 0, 0, cost);
+		} else {
+			struct nic_pkt *r = nic_pkt_new(nic);
+			r->type = PKT_REPLY;
+			r->rc = rc;
+			r->op = p->op;
+			r->msg.src = nic->addr;
+			r->msg.dst = p->msg.src;
+			r->msg.vni = p->msg.vni;
+			r->msg.flags = FABRIC_ORDERED;
+			nic_send_pkt(nic, r, cost + nic->p->ack_gen);
+		}
+	}
+	nic_pkt_free(nic, p);
+	return cost;
+}
+
+static void pe_run(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct nic *nic = obj;
+	struct nic_pe *pe = &nic->pe[arg];
+	if (!pe->qlen) {
+		pe->busy = false;
+		return;
+	}
+	struct nic_work *w = pe->q[pe->qhead];
+	pe->qhead = (pe->qhead + 1) % pe->qcap;
+	pe->qlen--;
+	simtime_t cost;
+	if (w->kind == WORK_PKT)
+		cost = lpe_pkt(nic, w->pkt);
+	else
+		cost = lpe_tgt_cmd(nic, w);
+	pool_put(&nic->work_pool, w);
+	sim_schedule(sim, cost, pe_run, nic, arg);
+}
+
+/* Fabric delivery: responses go to the initiator side; requests queue at the PtlTE's PE. */
+void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
+{
+	struct nic *nic = nic_obj;
+	struct nic_pkt *p = (struct nic_pkt *)m;
+	(void)sim;
+	if (nic->active) {
+		(*nic->c.pkts_rx)++;
+		*nic->c.rx_bytes += m->bytes;
+	} else {
+		nic_activate(nic);
+		(*nic->c.pkts_rx)++;
+		*nic->c.rx_bytes += m->bytes;
+	}
+	if (p->type == PKT_ACK || p->type == PKT_REPLY) {
+		nic_initiator_rx(nic, p);
+		return;
+	}
+	/* The PE is chosen from the mapping; unknown destinations are answered by PE 0. */
+	uint8_t rc;
+	struct nic_pte *pte = nic_pte_resolve(nic, m->vni, p->dst_pid, p->index, m->src == nic->addr, &rc);
+	struct nic_work *w = pool_get(&nic->work_pool);
+	memset(w, 0, sizeof(*w));
+	w->kind = WORK_PKT;
+	w->nic = nic;
+	w->pkt = p;
+	nic_pe_submit(nic, pte ? pte->pe : 0, w);
+}

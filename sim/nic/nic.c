@@ -1,0 +1,623 @@
+/* The "nic" model: builds one Cassini per fabric endpoint, owns the parameter table, services, LNIs and
+ * the per-NIC telemetry.  The data path lives in initiator.c (transmit) and lpe.c (target). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../model.h"
+#include "../timeseries.h"
+#include "../util.h"
+#include "nic_impl.h"
+
+static const struct param nic_params_table[] = {
+	{ "count", "count", 0, 0, FABRIC_MAX_NICS, "scenario size; 0: one NIC per fabric endpoint" },
+	{ "pcie_latency_ns", "ns", 250, 0, 1e6,
+	  "assumed: one-way PCIe Gen4 x16 transaction latency (host read/write issued by the NIC)" },
+	{ "pcie_gbps", "Gb/s", 224, 1, 1e5, "assumed: PCIe Gen4 x16 (256 Gb/s raw) after TLP overhead" },
+	{ "doorbell_ns", "ns", 100, 0, 1e6, "assumed: posted MMIO doorbell write reaching the NIC" },
+	{ "tx_cmd_ns", "ns", 40, 0, 1e6,
+	  "assumed: initiator command processing, ~25 M commands/s per NIC (order of Cassini message rate)" },
+	{ "idc_per_64b_ns", "ns", 2, 0, 1e6, "assumed: fetching each further 64-B slot of an IDC command" },
+	{ "tgt_cmd_ns", "ns", 50, 0, 1e6, "assumed: target command (append/unlink/search/setstate) at the LPE" },
+	{ "match_base_ns", "ns", 40, 0, 1e6, "assumed: per network request at the list-processing engine" },
+	{ "match_per_le_ns", "ns", 2, 0, 1e6, "assumed: per LE walked while matching (cost per LE searched)" },
+	{ "event_write_ns", "ns", 20, 0, 1e6, "assumed: event engine time to post one 64-B event (plus PCIe)" },
+	{ "ack_gen_ns", "ns", 20, 0, 1e6, "assumed: building an ACK/NACK or a Get reply header" },
+	{ "le_pool_max_alloc", "count", C_LES_PER_PE, 0, C_LES_PER_PE,
+	  "cassini-reference: LE pools, max_alloc CSR (upstream tests constrain it, e.g. 10)" },
+	{ "le_pool_reserved", "count", 0, 0, C_LES_PER_PE, "cassini-reference: LE pools, reserved CSR" },
+	{ "pe_les", "count", C_LES_PER_PE, 1, C_LES_PER_PE, "cassini-reference: 4 PEs x 16,384 LEs" },
+	{ "cmdq_slots_max", "count", 65536, 16, 1 << 20, "assumed: largest command queue software may allocate" },
+	{ "eq_slots_max", "count", 1 << 22, 2, 1 << 26, "assumed: largest EQ buffer (64-B slots)" },
+};
+
+enum {
+	P_COUNT,
+	P_PCIE_LAT,
+	P_PCIE_GBPS,
+	P_DOORBELL,
+	P_TX_CMD,
+	P_IDC64,
+	P_TGT_CMD,
+	P_MATCH_BASE,
+	P_MATCH_LE,
+	P_EVENT_WRITE,
+	P_ACK_GEN,
+	P_POOL_MAX,
+	P_POOL_RES,
+	P_PE_LES,
+	P_CMDQ_MAX,
+	P_EQ_MAX,
+};
+
+struct nic_world {
+	struct nic_params p;
+	uint32_t n;
+	struct nic **nics;
+	/* Scenario-defined services and pool settings, applied to every NIC when it is activated. */
+	struct nic_svc_desc *svcs;
+	uint32_t *svc_ids;
+	uint32_t nsvcs;
+	struct { uint32_t index, max_alloc, reserved; bool has_max, has_res; } *pool_cfg;
+	uint32_t npool_cfg;
+};
+
+static struct nic_world *world(struct sim *sim)
+{
+	return sim_world_get(sim, "nic");
+}
+
+struct nic *nic_get(struct sim *sim, uint32_t addr)
+{
+	struct nic_world *w = world(sim);
+	if (!w || addr >= w->n)
+		return NULL;
+	return w->nics[addr];
+}
+
+uint32_t nic_count(struct sim *sim)
+{
+	struct nic_world *w = world(sim);
+	return w ? w->n : 0;
+}
+
+uint32_t nic_addr(const struct nic *nic)
+{
+	return nic->addr;
+}
+
+struct sim *nic_sim(const struct nic *nic)
+{
+	return nic->sim;
+}
+
+/* ---------------------------------------------------------------- telemetry */
+
+static uint64_t *ctr(struct nic *nic, const char *name)
+{
+	return stats_counter(sim_stats(nic->sim), "nic.%u.%s", nic->addr, name);
+}
+
+static uint64_t *ctr_pe(struct nic *nic, const char *name, unsigned pe)
+{
+	return stats_counter(sim_stats(nic->sim), "nic.%u.%s_%u", nic->addr, name, pe);
+}
+
+/* Counters are created the first time a NIC is used (an LNI is allocated), so a scenario with 85,000
+ * mostly idle NICs does not carry millions of zero counters. */
+void nic_activate(struct nic *nic)
+{
+	if (nic->active)
+		return;
+	nic->active = true;
+	struct nic_counters *c = &nic->c;
+	for (unsigned pe = 0; pe < C_PE_COUNT; pe++) {
+		c->net_match_priority[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_PRIORITY", pe);
+		c->net_match_overflow[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_OVERFLOW", pe);
+		c->net_match_request[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_REQUEST", pe);
+		c->net_match_requests[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_REQUESTS", pe);
+		c->net_match_success[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_SUCCESS", pe);
+		c->net_match_useonce[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_USEONCE", pe);
+		c->append_cmds[pe] = ctr_pe(nic, "C_CNTR_LPE_APPEND_CMDS", pe);
+		c->append_success[pe] = ctr_pe(nic, "C_CNTR_LPE_APPEND_SUCCESS", pe);
+		c->setstate_cmds[pe] = ctr_pe(nic, "C_CNTR_LPE_SETSTATE_CMDS", pe);
+		c->setstate_success[pe] = ctr_pe(nic, "C_CNTR_LPE_SETSTATE_SUCCESS", pe);
+		c->rndzv_puts[pe] = ctr_pe(nic, "C_CNTR_LPE_RNDZV_PUTS", pe);
+		c->rndzv_puts_offloaded[pe] = ctr_pe(nic, "C_CNTR_LPE_RNDZV_PUTS_OFFLOADED", pe);
+		c->num_truncated[pe] = ctr_pe(nic, "C_CNTR_LPE_NUM_TRUNCATED", pe);
+	}
+	c->err_no_space_append = ctr(nic, "C_CNTR_LPE_ERR_NO_SPACE_APPEND");
+	c->err_no_space_net = ctr(nic, "C_CNTR_LPE_ERR_NO_SPACE_NET");
+	c->err_pt_disabled_eq_full = ctr(nic, "C_CNTR_LPE_ERR_PT_DISABLED_EQ_FULL");
+	c->err_pt_disabled_req_empty = ctr(nic, "C_CNTR_LPE_ERR_PT_DISABLED_REQ_EMPTY");
+	c->err_pt_disabled_cant_alloc_unexpected = ctr(nic, "C_CNTR_LPE_ERR_PT_DISABLED_CANT_ALLOC_UNEXPECTED");
+	c->err_pt_disabled_no_match_in_overflow = ctr(nic, "C_CNTR_LPE_ERR_PT_DISABLED_NO_MATCH_IN_OVERFLOW");
+	c->err_entry_not_found_eq_full = ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_EQ_FULL");
+	c->err_entry_not_found_req_empty = ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_REQ_EMPTY");
+	c->err_entry_not_found_no_match_in_overflow = ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_NO_MATCH_IN_OVERFLOW");
+	c->err_entry_not_found_cant_alloc_unexpected =
+		ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_CANT_ALLOC_UNEXPECTED");
+	c->err_entry_not_found_unlink_failed = ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_UNLINK_FAILED");
+	c->err_ptlte_sw_managed = ctr(nic, "C_CNTR_LPE_ERR_PTLTE_SW_MANAGED");
+	c->err_search_no_match = ctr(nic, "C_CNTR_LPE_ERR_SEARCH_NO_MATCH");
+	c->err_setstate_no_match = ctr(nic, "C_CNTR_LPE_ERR_SETSTATE_NO_MATCH");
+	c->err_invalid_endpoint = ctr(nic, "C_CNTR_LPE_ERR_INVALID_ENDPOINT");
+	c->unlink_cmds = ctr(nic, "C_CNTR_LPE_UNLINK_CMDS");
+	c->unlink_success = ctr(nic, "C_CNTR_LPE_UNLINK_SUCCESS");
+	c->search_cmds = ctr(nic, "C_CNTR_LPE_SEARCH_CMDS");
+	c->search_success = ctr(nic, "C_CNTR_LPE_SEARCH_SUCCESS");
+	c->search_fail = ctr(nic, "C_CNTR_LPE_SEARCH_FAIL");
+	c->search_delete_cmds = ctr(nic, "C_CNTR_LPE_SEARCH_DELETE_CMDS");
+	c->search_delete_success = ctr(nic, "C_CNTR_LPE_SEARCH_DELETE_SUCCESS");
+	c->search_delete_fail = ctr(nic, "C_CNTR_LPE_SEARCH_DELETE_FAIL");
+	c->put_cmds = ctr(nic, "C_CNTR_LPE_PUT_CMDS");
+	c->rendezvous_put_cmds = ctr(nic, "C_CNTR_LPE_RENDEZVOUS_PUT_CMDS");
+	c->get_cmds = ctr(nic, "C_CNTR_LPE_GET_CMDS");
+	c->events_enqueued = ctr(nic, "C_CNTR_EE_EVENTS_ENQUEUED_CNTR_0");
+	c->events_dropped_ordinary = ctr(nic, "C_CNTR_EE_EVENTS_DROPPED_ORDINARY_CNTR_0");
+	c->events_dropped_fc_sc = ctr(nic, "C_CNTR_EE_EVENTS_DROPPED_FC_SC_CNTR_0");
+	for (unsigned t = 0; t < C_EVENT_TYPES; t++) {
+		const char *n = c_event_type_name(t);
+		if (strcmp(n, "UNKNOWN")) {
+			char buf[96];
+			snprintf(buf, sizeof(buf), "C_CNTR_EE_EVENT_%s_CNTR", n);
+			c->event_type[t] = ctr(nic, buf);
+		} else {
+			c->event_type[t] = NULL;
+		}
+	}
+	c->pt_disabled_drops = ctr(nic, "sim.pt_disabled_drops");
+	c->vni_not_found = ctr(nic, "sim.vni_not_found");
+	c->ptlte_not_found = ctr(nic, "sim.ptlte_not_found");
+	c->les_searched = ctr(nic, "sim.les_searched");
+	c->limit_hits = ctr(nic, "sim.limit_hits");
+	c->tx_bytes = ctr(nic, "sim.tx_bytes");
+	c->rx_bytes = ctr(nic, "sim.rx_bytes");
+	c->pkts_tx = ctr(nic, "sim.pkts_tx");
+	c->pkts_rx = ctr(nic, "sim.pkts_rx");
+	c->cmdq_full = ctr(nic, "sim.cmdq_full");
+	for (unsigned r = 0; r < 7; r++) {
+		char buf[64];
+		snprintf(buf, sizeof(buf), "sim.nic_state_change.%s", c_sc_reason_name(r));
+		c->fc_transitions[r] = ctr(nic, buf);
+	}
+	nic_le_pools_register(nic);
+}
+
+void nic_count_limit(struct nic *nic)
+{
+	(*nic->c.limit_hits)++;
+}
+
+/* ---------------------------------------------------------------- services */
+
+static struct nic_svc *svc_lookup(struct nic *nic, uint32_t id)
+{
+	if (id == 0 || id > nic->nsvcs || !nic->svcs[id - 1].live)
+		return NULL;
+	return &nic->svcs[id - 1];
+}
+
+static void svc_apply_pool_limits(struct nic *nic, const struct nic_svc_desc *d)
+{
+	const struct nic_rsrc_limit *l = &d->limits[NIC_RSRC_LE];
+	for (unsigned pe = 0; pe < C_PE_COUNT; pe++) {
+		struct nic_le_pool *pl = &nic->pools[pe * C_LE_POOLS_PER_PE + d->le_pool];
+		if (l->max)
+			pl->max_alloc = l->max;
+		if (l->res)
+			pl->reserved = l->res;
+	}
+}
+
+int nic_svc_alloc(struct nic *nic, const struct nic_svc_desc *d, uint32_t *svc_id)
+{
+	if (!d || !svc_id || d->num_vnis > NIC_SVC_MAX_VNIS || d->le_pool >= C_LE_POOLS_PER_PE)
+		return -EINVAL;
+	if (d->restricted_vnis && d->num_vnis == 0)
+		return -EINVAL;
+	for (int r = 0; r < NIC_RSRC_COUNT; r++)
+		if (d->limits[r].max && d->limits[r].res > d->limits[r].max)
+			return -EINVAL;
+	nic->svcs = xrealloc(nic->svcs, (nic->nsvcs + 1) * sizeof(*nic->svcs));
+	struct nic_svc *s = &nic->svcs[nic->nsvcs++];
+	memset(s, 0, sizeof(*s));
+	s->live = true;
+	s->id = nic->nsvcs;
+	s->d = *d;
+	svc_apply_pool_limits(nic, d);
+	*svc_id = s->id;
+	return 0;
+}
+
+int nic_svc_free(struct nic *nic, uint32_t svc_id)
+{
+	struct nic_svc *s = svc_lookup(nic, svc_id);
+	if (!s || svc_id == NIC_SVC_DEFAULT)
+		return -ENOENT;
+	if (s->lnis)
+		return -EBUSY;
+	s->live = false;
+	return 0;
+}
+
+const struct nic_svc_desc *nic_svc_get(struct nic *nic, uint32_t svc_id)
+{
+	struct nic_svc *s = svc_lookup(nic, svc_id);
+	return s ? &s->d : NULL;
+}
+
+bool nic_svc_vni_ok(struct nic *nic, uint32_t svc_id, uint16_t vni);
+bool nic_svc_vni_ok(struct nic *nic, uint32_t svc_id, uint16_t vni)
+{
+	struct nic_svc *s = svc_lookup(nic, svc_id);
+	if (!s)
+		return false;
+	if (!s->d.restricted_vnis)
+		return true;
+	for (unsigned i = 0; i < s->d.num_vnis; i++)
+		if (s->d.vnis[i] == vni)
+			return true;
+	return false;
+}
+
+/* Charge one resource to the LNI's service; -ENOSPC past the service's max. */
+int nic_rsrc_get(struct nic_lni *lni, enum nic_rsrc r);
+int nic_rsrc_get(struct nic_lni *lni, enum nic_rsrc r)
+{
+	struct nic_svc *s = svc_lookup(lni->nic, lni->svc_id);
+	if (!s || (unsigned)r >= NIC_RSRC_COUNT)
+		return -EINVAL;
+	uint32_t max = s->d.limits[r].max ? s->d.limits[r].max : nic_rsrc_max_default(r);
+	if (s->used[r] >= max) {
+		nic_count_limit(lni->nic);
+		return -ENOSPC;
+	}
+	s->used[r]++;
+	lni->used[r]++;
+	return 0;
+}
+
+void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r);
+void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r)
+{
+	struct nic_svc *s = svc_lookup(lni->nic, lni->svc_id);
+	if ((unsigned)r >= NIC_RSRC_COUNT)
+		return;
+	if (s && s->used[r])
+		s->used[r]--;
+	if (lni->used[r])
+		lni->used[r]--;
+}
+
+uint8_t nic_svc_le_pool(struct nic *nic, uint32_t svc_id);
+uint8_t nic_svc_le_pool(struct nic *nic, uint32_t svc_id)
+{
+	struct nic_svc *s = svc_lookup(nic, svc_id);
+	return s ? s->d.le_pool : 0;
+}
+
+/* ---------------------------------------------------------------- LNIs */
+
+int nic_lni_alloc(struct nic *nic, uint32_t svc_id, const struct nic_mem_ops *mem, void *mem_ctx,
+		  struct nic_lni **out)
+{
+	if (!nic || !out)
+		return -EINVAL;
+	nic_activate(nic);
+	struct nic_svc *s = svc_lookup(nic, svc_id);
+	if (!s)
+		return -ENOENT;
+	struct nic_lni *l = xcalloc(1, sizeof(*l));
+	l->nic = nic;
+	l->svc_id = svc_id;
+	l->mem = mem;
+	l->mem_ctx = mem_ctx;
+	l->live = true;
+	l->id = nic->nlnis;
+	nic->lnis = xrealloc(nic->lnis, (nic->nlnis + 1) * sizeof(*nic->lnis));
+	nic->lnis[nic->nlnis++] = l;
+	s->lnis++;
+	*out = l;
+	return 0;
+}
+
+void nic_cmdqs_free_lni(struct nic *nic, struct nic_lni *lni);
+
+void nic_lni_free(struct nic_lni *lni)
+{
+	if (!lni || !lni->live)
+		return;
+	struct nic *nic = lni->nic;
+	nic_cmdqs_free_lni(nic, lni);
+	nic_ptes_free_lni(nic, lni);
+	nic_cts_free_lni(nic, lni);
+	nic_eqs_free_lni(nic, lni);
+	struct nic_svc *s = svc_lookup(nic, lni->svc_id);
+	if (s && s->lnis)
+		s->lnis--;
+	/* The record stays (transactions in flight may still name it); it is freed with the NIC. */
+	lni->live = false;
+}
+
+struct nic *nic_lni_nic(const struct nic_lni *lni)
+{
+	return lni->nic;
+}
+
+/* ---------------------------------------------------------------- build */
+
+static void nic_init_one(struct nic_world *w, struct sim *sim, struct nic *nic, uint32_t addr)
+{
+	nic->sim = sim;
+	nic->addr = addr;
+	nic->p = &w->p;
+	nic->fabric = fabric_of(sim);
+	pool_init(&nic->le_pool, sizeof(struct nic_le), 256);
+	pool_init(&nic->pkt_pool, sizeof(struct nic_pkt), 64);
+	pool_init(&nic->op_pool, sizeof(struct nic_op), 64);
+	pool_init(&nic->work_pool, sizeof(struct nic_work), 64);
+	pool_init(&nic->evrec_pool, sizeof(struct nic_event) + 32, 64);
+	nic_le_pools_init(nic);
+	/* The default service: unrestricted VNIs, hardware limits, pool 0 on every PE. */
+	struct nic_svc_desc d = { 0 };
+	nic->svcs = xcalloc(1, sizeof(*nic->svcs));
+	nic->nsvcs = 1;
+	nic->svcs[0].live = true;
+	nic->svcs[0].id = NIC_SVC_DEFAULT;
+	nic->svcs[0].d = d;
+	for (uint32_t i = 0; i < w->npool_cfg; i++) {
+		struct nic_le_pool *pl = &nic->pools[w->pool_cfg[i].index];
+		if (w->pool_cfg[i].has_max)
+			pl->max_alloc = w->pool_cfg[i].max_alloc;
+		if (w->pool_cfg[i].has_res)
+			pl->reserved = w->pool_cfg[i].reserved;
+	}
+	for (uint32_t i = 0; i < w->nsvcs; i++) {
+		uint32_t id;
+		if (nic_svc_alloc(nic, &w->svcs[i], &id) != 0)
+			die("nic: scenario service %u rejected", i);
+		w->svc_ids[i] = id;
+	}
+	fabric_attach(nic->fabric, addr, nic_lpe_rx, nic);
+}
+
+void nic_cmdq_zombies_free(struct nic *nic);
+
+static void nic_free_one(struct nic *nic)
+{
+	for (uint32_t i = 0; i < nic->nlnis; i++) {
+		nic_lni_free(nic->lnis[i]);
+		free(nic->lnis[i]);
+	}
+	nic_cmdq_zombies_free(nic);
+	free(nic->lnis);
+	for (uint32_t i = 0; i < nic->neqs; i++)
+		free(nic->eqs[i].ring);
+	free(nic->eqs);
+	free(nic->cts);
+	free(nic->ptes);
+	free(nic->svcs);
+	free(nic->map_keys);
+	free(nic->map_vals);
+	free(nic->vni_keys);
+	free(nic->vni_counts);
+	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
+		free(nic->pe[pe].q);
+	pool_free_all(&nic->le_pool);
+	pool_free_all(&nic->pkt_pool);
+	pool_free_all(&nic->op_pool);
+	pool_free_all(&nic->work_pool);
+	pool_free_all(&nic->evrec_pool);
+	free(nic);
+}
+
+static void world_free(void *p)
+{
+	struct nic_world *w = p;
+	for (uint32_t i = 0; i < w->n; i++)
+		nic_free_one(w->nics[i]);
+	free(w->nics);
+	free(w->svcs);
+	free(w->svc_ids);
+	free(w->pool_cfg);
+	free(w);
+}
+
+static void read_params(struct nic_world *w, const struct cfg *c)
+{
+	const struct param *t = nic_params_table;
+	struct nic_params *p = &w->p;
+	p->pcie_latency = (simtime_t)(param_get(c, &t[P_PCIE_LAT]) * 1000.0 + 0.5);
+	p->pcie_ps_per_byte = 8000.0 / param_get(c, &t[P_PCIE_GBPS]);
+	p->doorbell = (simtime_t)(param_get(c, &t[P_DOORBELL]) * 1000.0 + 0.5);
+	p->tx_cmd = (simtime_t)(param_get(c, &t[P_TX_CMD]) * 1000.0 + 0.5);
+	p->idc_per_64b = (simtime_t)(param_get(c, &t[P_IDC64]) * 1000.0 + 0.5);
+	p->tgt_cmd = (simtime_t)(param_get(c, &t[P_TGT_CMD]) * 1000.0 + 0.5);
+	p->match_base = (simtime_t)(param_get(c, &t[P_MATCH_BASE]) * 1000.0 + 0.5);
+	p->match_per_le = (simtime_t)(param_get(c, &t[P_MATCH_LE]) * 1000.0 + 0.5);
+	p->event_write = (simtime_t)(param_get(c, &t[P_EVENT_WRITE]) * 1000.0 + 0.5);
+	p->ack_gen = (simtime_t)(param_get(c, &t[P_ACK_GEN]) * 1000.0 + 0.5);
+	p->le_pool_max_alloc = (uint32_t)param_get_u64(c, &t[P_POOL_MAX]);
+	p->le_pool_reserved = (uint32_t)param_get_u64(c, &t[P_POOL_RES]);
+	p->pe_les = (uint32_t)param_get_u64(c, &t[P_PE_LES]);
+	p->cmdq_slots_max = (uint32_t)param_get_u64(c, &t[P_CMDQ_MAX]);
+	p->eq_slots_max = (uint32_t)param_get_u64(c, &t[P_EQ_MAX]);
+	if (p->le_pool_reserved > p->le_pool_max_alloc)
+		cfg_fail(c, "le_pool_reserved", "exceeds le_pool_max_alloc (%u)", p->le_pool_max_alloc);
+}
+
+/* nic.le_pools: [{index: 0, max_alloc: 10, reserved: 0}, {pool: 0, max_alloc: 10}] -- `pool` applies to
+ * that pool on all four PEs (as the upstream test script does for le_pools[0,16,32,48]). */
+static void read_pools(struct nic_world *w, const struct cfg *c)
+{
+	int n = cfg_array_len(c, "le_pools");
+	for (int i = 0; i < n; i++) {
+		struct cfg e = cfg_array_obj(c, "le_pools", i);
+		bool has_index = cfg_has(&e, "index"), has_pool = cfg_has(&e, "pool");
+		if (has_index == has_pool)
+			cfg_fail(&e, "index", "give exactly one of 'index' (0..63) or 'pool' (0..15, every PE)");
+		uint32_t first, step, count;
+		if (has_index) {
+			first = (uint32_t)cfg_u64(&e, "index", 0, 0, C_LE_POOLS - 1);
+			step = 1;
+			count = 1;
+		} else {
+			first = (uint32_t)cfg_u64(&e, "pool", 0, 0, C_LE_POOLS_PER_PE - 1);
+			step = C_LE_POOLS_PER_PE;
+			count = C_PE_COUNT;
+		}
+		bool has_max = cfg_has(&e, "max_alloc"), has_res = cfg_has(&e, "reserved");
+		uint32_t max = (uint32_t)cfg_u64(&e, "max_alloc", 0, 0, w->p.pe_les);
+		uint32_t res = (uint32_t)cfg_u64(&e, "reserved", 0, 0, w->p.pe_les);
+		if (has_max && has_res && res > max)
+			cfg_fail(&e, "reserved", "exceeds max_alloc (%u)", max);
+		for (uint32_t k = 0; k < count; k++) {
+			w->pool_cfg = xrealloc(w->pool_cfg, (w->npool_cfg + 1) * sizeof(*w->pool_cfg));
+			w->pool_cfg[w->npool_cfg].index = first + k * step;
+			w->pool_cfg[w->npool_cfg].max_alloc = max;
+			w->pool_cfg[w->npool_cfg].reserved = res;
+			w->pool_cfg[w->npool_cfg].has_max = has_max;
+			w->pool_cfg[w->npool_cfg].has_res = has_res;
+			w->npool_cfg++;
+		}
+	}
+}
+
+static const char *const rsrc_names[NIC_RSRC_COUNT] = { "ptlte", "txq", "tgq", "eq", "ct", "le", "ac" };
+
+/* nic.services: [{vnis: [5, 7], le_pool: 1, limits: {le: {max: 100, res: 10}}}] -- created on every NIC
+ * with ids 2, 3, ... in order. */
+static void read_services(struct nic_world *w, const struct cfg *c)
+{
+	int n = cfg_array_len(c, "services");
+	w->svcs = xcalloc(n ? (size_t)n : 1, sizeof(*w->svcs));
+	w->svc_ids = xcalloc(n ? (size_t)n : 1, sizeof(*w->svc_ids));
+	w->nsvcs = (uint32_t)n;
+	for (int i = 0; i < n; i++) {
+		struct cfg e = cfg_array_obj(c, "services", i);
+		struct nic_svc_desc *d = &w->svcs[i];
+		int nv = cfg_array_len(&e, "vnis");
+		if (nv > NIC_SVC_MAX_VNIS)
+			cfg_fail(&e, "vnis", "at most %d VNIs per service", NIC_SVC_MAX_VNIS);
+		d->num_vnis = (uint8_t)nv;
+		d->restricted_vnis = nv > 0;
+		for (int v = 0; v < nv; v++)
+			d->vnis[v] = (uint16_t)cfg_array_u64(&e, "vnis", v, 0, 65535);
+		d->le_pool = (uint8_t)cfg_u64(&e, "le_pool", 0, 0, C_LE_POOLS_PER_PE - 1);
+		struct cfg lim = cfg_section(&e, "limits");
+		for (int r = 0; r < NIC_RSRC_COUNT; r++) {
+			struct cfg one = cfg_section(&lim, rsrc_names[r]);
+			d->limits[r].max = (uint32_t)cfg_u64(&one, "max", 0, 0, nic_rsrc_max_default(r));
+			d->limits[r].res = (uint32_t)cfg_u64(&one, "res", 0, 0, nic_rsrc_max_default(r));
+			if (d->limits[r].max && d->limits[r].res > d->limits[r].max)
+				cfg_fail(&one, "res", "exceeds max (%u)", d->limits[r].max);
+		}
+	}
+}
+
+void nic_le_pools_timeseries(struct nic *nic, const uint8_t *svc_pools, unsigned nsvc_pools);
+
+/* nic.timeseries_nics: [1, ...] -- sample LE use of every service pool and the limit-hit counter of these
+ * NICs into timeseries.csv. */
+static void read_timeseries(struct nic_world *w, struct sim *sim, const struct cfg *c)
+{
+	int n = cfg_array_len(c, "timeseries_nics");
+	uint8_t pools[1 + 16];
+	unsigned np = 0;
+	pools[np++] = 0;
+	for (uint32_t k = 0; k < w->nsvcs && np < ARRAY_SIZE(pools); k++) {
+		bool seen = false;
+		for (unsigned j = 0; j < np; j++)
+			seen |= pools[j] == w->svcs[k].le_pool;
+		if (!seen)
+			pools[np++] = w->svcs[k].le_pool;
+	}
+	for (int i = 0; i < n; i++) {
+		uint32_t a = (uint32_t)cfg_array_u64(c, "timeseries_nics", i, 0, w->n ? w->n - 1 : 0);
+		struct nic *nic = w->nics[a];
+		nic_activate(nic);
+		nic_le_pools_timeseries(nic, pools, np);
+		char col[64];
+		snprintf(col, sizeof(col), "nic.%u.limit_hits", a);
+		ts_register(sim, col, nic->c.limit_hits);
+	}
+}
+
+static void nic_build(struct sim *sim, const struct cfg *c)
+{
+	struct fabric *f = fabric_of(sim);
+	if (!f)
+		cfg_fail(c, "count", "the nic model needs a 'fabric' section");
+	struct nic_world *w = xcalloc(1, sizeof(*w));
+	read_params(w, c);
+	read_pools(w, c);
+	read_services(w, c);
+	uint32_t n = (uint32_t)param_get_u64(c, &nic_params_table[P_COUNT]);
+	uint32_t ep = fabric_num_endpoints(f);
+	if (n == 0)
+		n = ep;
+	if (n > ep)
+		cfg_fail(c, "count", "%u NICs but the fabric has %u endpoints", n, ep);
+	w->n = n;
+	w->nics = xcalloc(n, sizeof(*w->nics));
+	sim_world_set(sim, "nic", w);
+	sim_on_destroy(sim, world_free, w);
+	for (uint32_t i = 0; i < n; i++) {
+		w->nics[i] = xcalloc(1, sizeof(struct nic));
+		nic_init_one(w, sim, w->nics[i], i);
+	}
+	read_timeseries(w, sim, c);
+}
+
+static void sum_counter(struct sim *sim, uint32_t n, const char *name, uint64_t *out)
+{
+	char buf[160];
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(buf, sizeof(buf), "nic.%u.%s", i, name);
+		uint64_t *c = stats_find_counter(sim_stats(sim), buf);
+		if (c)
+			*out += *c;
+	}
+}
+
+static void nic_summary(struct sim *sim, FILE *f)
+{
+	struct nic_world *w = world(sim);
+	uint64_t v[8] = { 0 };
+	static const char *const names[] = { "sim.pt_disabled_drops", "sim.vni_not_found", "sim.limit_hits",
+					     "C_CNTR_EE_EVENTS_DROPPED_ORDINARY_CNTR_0", "sim.pkts_tx",
+					     "sim.les_searched", "sim.ptlte_not_found", "C_CNTR_LPE_ERR_NO_SPACE_APPEND" };
+	for (unsigned i = 0; i < ARRAY_SIZE(names); i++)
+		sum_counter(sim, w->n, names[i], &v[i]);
+	uint32_t hw = 0;
+	for (uint32_t i = 0; i < w->n; i++)
+		for (unsigned p = 0; p < C_LE_POOLS; p++)
+			if (w->nics[i]->pools[p].high_water > hw)
+				hw = w->nics[i]->pools[p].high_water;
+	fprintf(f,
+		"{\"nics\": %u, \"pt_disabled_drops\": %llu, \"vni_drops\": %llu, \"limit_hits\": %llu, "
+		"\"events_dropped\": %llu, \"packets\": %llu, \"les_searched\": %llu, \"ptlte_not_found\": %llu, "
+		"\"append_no_space\": %llu, \"le_pool_high_water\": %u}",
+		w->n, (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)v[2],
+		(unsigned long long)v[3], (unsigned long long)v[4], (unsigned long long)v[5],
+		(unsigned long long)v[6], (unsigned long long)v[7], hw);
+}
+
+static struct model nic_model = {
+	.key = "nic",
+	.order = 20,
+	.build = nic_build,
+	.summary = nic_summary,
+	.params = nic_params_table,
+	.nparams = ARRAY_SIZE(nic_params_table),
+};
+MODEL_REGISTER(nic_model)
+
+/* Scenario service i (0-based in nic.services) has this id on every NIC. */
+uint32_t nic_scenario_svc_id(struct sim *sim, uint32_t i);
+uint32_t nic_scenario_svc_id(struct sim *sim, uint32_t i)
+{
+	struct nic_world *w = world(sim);
+	return w && i < w->nsvcs ? w->svc_ids[i] : 0;
+}

@@ -1,0 +1,347 @@
+/* Private state of the NIC model, shared by the hardware files (nic.c, eq.c, ct.c, le_pool.c, ptlte.c,
+ * lpe.c, cmdq.c, initiator.c, dma.c).  Nothing outside sim/nic/ includes this. */
+#ifndef CXISIM_NIC_IMPL_H
+#define CXISIM_NIC_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../engine.h"
+#include "../fabric/fabric.h"
+#include "../pool.h"
+#include "../stats.h"
+#include "nic.h"
+
+/* ---------------------------------------------------------------- parameters (one table, nic.c) */
+struct nic_params {
+	simtime_t pcie_latency;      /* one-way host <-> NIC PCIe transaction latency */
+	double pcie_ps_per_byte;     /* DMA bandwidth */
+	simtime_t doorbell;          /* MMIO doorbell write until the NIC sees the queue */
+	simtime_t tx_cmd;            /* initiator command processing (per command) */
+	simtime_t idc_per_64b;       /* extra per 64-B slot of IDC payload */
+	simtime_t tgt_cmd;           /* target command processing (append/unlink/setstate/search) */
+	simtime_t match_base;        /* per network request at the list-processing engine */
+	simtime_t match_per_le;      /* per LE searched */
+	simtime_t event_write;       /* event (64 B) write to host memory */
+	simtime_t ack_gen;           /* building a response (ACK, Get reply header) */
+	uint32_t le_pool_max_alloc;  /* default per pool */
+	uint32_t le_pool_reserved;
+	uint32_t pe_les;             /* LEs per PE */
+	uint32_t cmdq_slots_max;
+	uint32_t eq_slots_max;
+};
+
+/* ---------------------------------------------------------------- intrusive LE lists */
+struct nic_le {
+	/* Fields the matching walk reads come first: one cache line per LE walked. */
+	struct nic_le *next, *prev;
+	uint64_t match_bits, ignore_bits;
+	uint32_t match_id;
+	uint32_t flags;          /* C_LE_* */
+	uint64_t length, offset;
+	uint8_t list;
+	bool ule;                /* an unexpected-header entry (UNEXPECTED list) */
+	uint16_t buffer_id;
+	uint32_t min_free;
+	struct nic_pte *pte;
+	uint32_t ctn;
+	uint64_t start;
+	uint64_t user_ptr;
+	/* Unexpected header (ule == true). */
+	uint32_t initiator;
+	uint32_t rlength, mlength;   /* requested bytes, eager bytes stored in the overflow buffer */
+	uint64_t header_data, remote_offset;
+	uint16_t vni;
+	uint8_t rendezvous_id;
+	bool rendezvous;
+	uint64_t seq;
+};
+
+struct nic_le_list {
+	struct nic_le *head, *tail;
+	uint32_t count;
+};
+
+/* ---------------------------------------------------------------- objects */
+struct nic_lni {
+	struct nic *nic;
+	uint32_t id;
+	uint32_t svc_id;
+	const struct nic_mem_ops *mem;
+	void *mem_ctx;
+	bool live;
+	uint32_t used[NIC_RSRC_COUNT];
+};
+
+struct nic_svc {
+	bool live;
+	uint32_t id;
+	struct nic_svc_desc d;
+	uint32_t lnis;
+	uint32_t used[NIC_RSRC_COUNT];
+};
+
+struct nic_eq {
+	bool live;
+	struct nic_lni *lni;
+	struct nic_event *ring;
+	uint32_t slots, reserved_fc, thresh_pct;
+	uint32_t ring_cap;
+	uint32_t gen;             /* allocation generation: events of a previous owner are discarded */
+	uint64_t wr, rd, ack; /* monotone counters; slot = counter % slots */
+	uint32_t pending;     /* slots allocated to events still travelling over PCIe */
+	bool above_thresh;
+	uint64_t writebacks, dropped, written;
+	uint32_t refs;        /* PtlTEs and queues reporting into it */
+	nic_eq_notify_fn notify;
+	void *notify_ctx;
+};
+
+struct nic_ct {
+	bool live;
+	struct nic_lni *lni;
+	uint64_t success;
+	uint32_t failure;
+	nic_ct_notify_fn notify;
+	void *ctx;
+};
+
+
+struct nic_pte {
+	bool live;
+	uint32_t ptn;
+	struct nic_lni *lni;
+	uint32_t eqn;
+	struct nic_pte_opts opts;
+	uint8_t state;
+	uint8_t pe;
+	uint16_t pool;
+	uint32_t drop_count;
+	uint32_t nmaps;
+	struct nic_le_list lists[4];
+	uint64_t le_seq;
+	nic_access_fn access_fn;
+	void *access_ctx;
+};
+
+struct nic_le_pool {
+	uint32_t used, reserved, max_alloc, high_water;
+	uint64_t *ts_used;        /* timeseries slot */
+	uint64_t *c_fail;
+	uint64_t alloc_fail;
+};
+
+struct nic_pe {
+	uint32_t used;            /* all pools */
+	uint32_t shared_used;     /* allocations beyond pools' reservations */
+	/* FIFO of work items (network requests and target commands), processed one at a time. */
+	struct nic_work **q;
+	uint32_t qcap, qhead, qlen;
+	bool busy;
+};
+
+/* Counters (Cassini names where one exists), registered when the NIC is first used. */
+struct nic_counters {
+	uint64_t *net_match_priority[C_PE_COUNT], *net_match_overflow[C_PE_COUNT], *net_match_request[C_PE_COUNT];
+	uint64_t *net_match_requests[C_PE_COUNT], *net_match_success[C_PE_COUNT], *net_match_useonce[C_PE_COUNT];
+	uint64_t *append_cmds[C_PE_COUNT], *append_success[C_PE_COUNT];
+	uint64_t *setstate_cmds[C_PE_COUNT], *setstate_success[C_PE_COUNT];
+	uint64_t *rndzv_puts[C_PE_COUNT], *rndzv_puts_offloaded[C_PE_COUNT], *num_truncated[C_PE_COUNT];
+	uint64_t *err_no_space_append, *err_no_space_net;
+	uint64_t *err_pt_disabled_eq_full, *err_pt_disabled_req_empty, *err_pt_disabled_cant_alloc_unexpected,
+		*err_pt_disabled_no_match_in_overflow;
+	uint64_t *err_entry_not_found_eq_full, *err_entry_not_found_req_empty,
+		*err_entry_not_found_no_match_in_overflow, *err_entry_not_found_cant_alloc_unexpected,
+		*err_entry_not_found_unlink_failed;
+	uint64_t *err_ptlte_sw_managed, *err_search_no_match, *err_setstate_no_match, *err_invalid_endpoint;
+	uint64_t *unlink_cmds, *unlink_success, *search_cmds, *search_success, *search_fail;
+	uint64_t *search_delete_cmds, *search_delete_success, *search_delete_fail;
+	uint64_t *put_cmds, *rendezvous_put_cmds, *get_cmds;
+	uint64_t *events_enqueued, *events_dropped_ordinary, *events_dropped_fc_sc;
+	uint64_t *event_type[C_EVENT_TYPES];
+	/* cxisim-specific (no Cassini counter): */
+	uint64_t *pt_disabled_drops;    /* messages NACKed because the PtlTE was disabled */
+	uint64_t *vni_not_found, *ptlte_not_found;
+	uint64_t *les_searched;
+	uint64_t *limit_hits;           /* every time a limit was hit (LE pool, PE, EQ, cmdq) */
+	uint64_t *tx_bytes, *rx_bytes, *pkts_tx, *pkts_rx;
+	uint64_t *cmdq_full;
+	uint64_t *fc_transitions[8];    /* STATE_CHANGE by the NIC, per c_sc_reason */
+};
+
+struct nic {
+	struct sim *sim;
+	struct fabric *fabric;
+	uint32_t addr;
+	const struct nic_params *p;
+	bool active;              /* counters registered */
+	struct nic_counters c;
+
+	struct nic_svc *svcs;
+	uint32_t nsvcs;
+	struct nic_lni **lnis;
+	uint32_t nlnis;
+
+	struct nic_pte *ptes;     /* grown on demand, up to C_NUM_PTLTES */
+	uint32_t nptes, ptes_cap;
+	struct nic_eq *eqs;
+	uint32_t neqs, eqs_cap;
+	struct nic_ct *cts;
+	uint32_t ncts, cts_cap;
+	uint32_t ntxq, ntgq;
+	struct nic_cmdq *cmdqs;   /* every live command queue, for teardown */
+	struct nic_cmdq *cmdq_zombies; /* freed queues a scheduled fetch still points at */
+
+	/* (vni, pid, index) -> ptn, and VNI -> number of mappings (open addressing). */
+	uint64_t *map_keys;
+	uint32_t *map_vals;
+	uint32_t map_cap, map_n;
+	uint64_t *vni_keys;
+	uint32_t *vni_counts;
+	uint32_t vni_cap, vni_n;
+
+	struct nic_le_pool pools[C_LE_POOLS];
+	struct nic_pe pe[C_PE_COUNT];
+	simtime_t tx_free;        /* transmit engine busy until */
+	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
+
+	struct pool le_pool, pkt_pool, op_pool, work_pool, evrec_pool;
+	uint64_t rdzv_seq;
+	uint32_t eq_gen;
+};
+
+/* ---------------------------------------------------------------- wire packets */
+enum nic_pkt_type { PKT_PUT = 1, PKT_GET, PKT_REPLY, PKT_ACK };
+
+enum nic_pkt_flags {
+	PKTF_RENDEZVOUS = 1 << 0,
+	PKTF_NOMATCH = 1 << 1,
+	PKTF_HW_RDZV_GET = 1 << 2, /* a Get the target NIC issued for a rendezvous Put */
+	PKTF_RESTRICTED = 1 << 3,
+};
+
+struct nic_op;
+
+struct nic_pkt {
+	struct fabric_msg msg;
+	uint8_t type, rc, list, flags;
+	uint8_t rendezvous_id;
+	uint16_t dst_pid, index;
+	uint32_t initiator;
+	uint32_t rlength;         /* PUT: message length; GET: bytes requested */
+	uint32_t payload_len;     /* PUT: bytes carried (eager part); REPLY: bytes returned */
+	uint32_t mlength;         /* ACK: bytes the target accepted */
+	uint64_t match_bits, header_data, remote_offset;
+	struct nic_op *op;        /* initiator transaction (opaque to the target; echoed in ACK/REPLY) */
+	uint8_t *payload;         /* real bytes or NULL */
+};
+
+/* An initiator transaction: outstanding Put/Get (the MST/TRS entry of real hardware). */
+enum nic_op_kind { OP_PUT = 1, OP_GET, OP_HW_RDZV_GET };
+
+struct nic_op {
+	uint8_t kind;
+	uint8_t cmd_op;
+	uint32_t flags;
+	struct nic_lni *lni;
+	uint32_t eqn, ctn;
+	uint64_t user_ptr, local_addr, match_bits;
+	uint32_t length;
+	uint8_t rendezvous_id;
+	/* OP_HW_RDZV_GET: the target-side LE the data goes to, and the event to complete with. */
+	uint32_t ptn;
+	uint64_t dst_addr;
+	uint64_t le_user_ptr;
+	uint16_t buffer_id;
+	uint16_t vni;
+	uint32_t initiator;
+	uint32_t rlength;
+	uint64_t header_data;
+};
+
+/* A unit of work for a PE: a network request or a target command. */
+enum nic_work_kind { WORK_PKT = 1, WORK_TGT_CMD };
+
+struct nic_work {
+	uint8_t kind;
+	struct nic *nic;
+	struct nic_pkt *pkt;
+	struct nic_lni *lni;      /* issuing LNI (commands) */
+	uint32_t q_eqn;           /* the command queue's EQ */
+	uint8_t *idc;             /* IDC payload copied at emit */
+	struct nic_cmd cmd;
+};
+
+/* ---------------------------------------------------------------- internal API between files */
+struct nic_counters;
+void nic_activate(struct nic *nic);
+void nic_count_limit(struct nic *nic);
+
+/* dma.c: PCIe timing */
+simtime_t nic_dma_time(const struct nic *nic, uint64_t bytes);
+uint8_t *nic_payload_alloc(uint32_t len);
+void nic_payload_free(uint8_t *p);
+int nic_mem_read(struct nic_lni *lni, uint64_t addr, void *dst, uint64_t len);
+int nic_mem_write(struct nic_lni *lni, uint64_t addr, const void *src, uint64_t len);
+
+/* eq.c */
+struct nic_eq *nic_eq_lookup(struct nic *nic, uint32_t eqn);
+bool nic_eq_has_room(struct nic *nic, uint32_t eqn);
+/* Post an event: it becomes readable after `delay`; returns false if it was dropped (EQ full). */
+bool nic_eq_post(struct nic *nic, uint32_t eqn, const struct nic_event *ev, simtime_t delay, bool fc_reserved);
+void nic_eqs_free_lni(struct nic *nic, struct nic_lni *lni);
+
+/* ct.c */
+void nic_ct_add(struct nic *nic, uint32_t ctn, uint64_t success, uint32_t failure);
+void nic_ct_set(struct nic *nic, uint32_t ctn, uint64_t success, uint32_t failure);
+void nic_cts_free_lni(struct nic *nic, struct nic_lni *lni);
+
+/* le_pool.c */
+bool nic_le_alloc(struct nic *nic, struct nic_pte *pte);
+void nic_le_release(struct nic *nic, struct nic_pte *pte);
+void nic_le_pools_init(struct nic *nic);
+void nic_le_pools_register(struct nic *nic);
+
+/* ptlte.c */
+struct nic_pte *nic_pte_lookup(struct nic *nic, uint32_t ptn);
+/* Resolve a packet's (vni, pid, index); returns the PtlTE or NULL with *rc set. */
+struct nic_pte *nic_pte_resolve(struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index, bool loopback,
+				uint8_t *rc);
+void nic_le_list_append(struct nic_le_list *l, struct nic_le *le);
+void nic_le_list_remove(struct nic_le_list *l, struct nic_le *le);
+void nic_le_free(struct nic *nic, struct nic_le *le);
+void nic_ptes_free_lni(struct nic *nic, struct nic_lni *lni);
+
+/* lpe.c: list processing engine */
+void nic_pe_submit(struct nic *nic, unsigned pe, struct nic_work *w);
+void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m);
+
+/* initiator.c */
+void nic_tx_submit(struct nic *nic, struct nic_work *w);
+void nic_send_pkt(struct nic *nic, struct nic_pkt *p, simtime_t delay);
+struct nic_pkt *nic_pkt_new(struct nic *nic);
+void nic_pkt_free(struct nic *nic, struct nic_pkt *p);
+void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_t list, uint32_t mlength,
+		  simtime_t delay);
+/* The target NIC fetches the rest of a rendezvous Put: `got` bytes already landed at dst_addr - ...;
+ * the Get asks for `len` more, written at dst_addr. */
+void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct nic_le *le, uint64_t dst_addr,
+			   uint32_t len, const struct nic_le *hdr, simtime_t delay);
+void nic_post_target_event(struct nic *nic, struct nic_pte *pte, struct nic_event *ev, simtime_t delay);
+void nic_initiator_rx(struct nic *nic, struct nic_pkt *p);
+
+static inline uint32_t nic_rsrc_max_default(enum nic_rsrc r)
+{
+	switch (r) {
+	case NIC_RSRC_PTLTE: return C_NUM_PTLTES;
+	case NIC_RSRC_TXQ: return C_NUM_TXQS;
+	case NIC_RSRC_TGQ: return C_NUM_TGQS;
+	case NIC_RSRC_EQ: return C_NUM_EQS;
+	case NIC_RSRC_CT: return C_NUM_CTS;
+	case NIC_RSRC_LE: return C_LES_PER_PE;
+	case NIC_RSRC_AC: return C_NUM_ACS;
+	default: return 0;
+	}
+}
+
+#endif

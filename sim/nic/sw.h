@@ -1,0 +1,212 @@
+/* The cxi provider's software layer, on top of the NIC command interface (nic.h).
+ *
+ * On a real system these state machines run inside libfabric's cxi provider (prov/cxi), not in the ASIC:
+ * RX context states and flow-control recovery (onload, drop counting, FC_NOTIFY / FC_RESUME, in-order
+ * replay), software and hybrid matching over request buffers, overflow-buffer management, eager /
+ * rendezvous protocol selection, the RNR retry loop, MR key management and caches.  cxisim keeps them in one
+ * reusable layer (files sw_*.c) so that simulated processes and the emulation daemon (which runs them on
+ * behalf of real applications) behave identically.  Everything here reaches the NIC only through nic.h.
+ *
+ * Conventions follow libfabric: flags are FI_* values, errors are negative FI_E* return values or positive
+ * FI_E* in completion entries, prov_errno holds the Cassini return code (C_RC_*).  Buffers are addresses in
+ * the endpoint's memory (see struct nic_mem_ops).
+ *
+ * Timing: calls return at once; the work they start takes modelled host time (sw.* parameters, e.g. a
+ * kernel call for an MR) and NIC time (nic.* parameters).  Completions are delivered through the
+ * endpoint's callback at the simulated time they become visible to the application.
+ */
+#ifndef CXISIM_NIC_SW_H
+#define CXISIM_NIC_SW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include "nic.h"
+
+struct cfg;
+
+/* Portal indexes inside a pid (cassini-reference: Addressing). */
+#define SW_PTL_IDX_RXQ 0
+#define SW_PTL_IDX_RNR_RXQ 1
+#define SW_PTL_IDX_WRITE_MR_OPT_BASE 17  /* 17..116 */
+#define SW_PTL_IDX_WRITE_MR_STD 117      /* standard write MRs and control messages (FC_NOTIFY/RESUME) */
+#define SW_PTL_IDX_CTRL SW_PTL_IDX_WRITE_MR_STD
+#define SW_PTL_IDX_RDZV_DEST 127
+#define SW_PTL_IDX_READ_MR_OPT_BASE 128  /* 128..227 */
+#define SW_PTL_IDX_READ_MR_STD 228
+#define SW_PTL_IDX_RDZV_SRC NIC_RDZV_SRC_INDEX /* 255 */
+#define SW_MR_OPT_KEYS 100               /* client keys 0..99 may be optimized */
+#define SW_MR_PROV_OPT_IDS 92            /* provider keys with id < 92 may be optimized */
+
+/* prov_errno of an RNR send that ran out of retry time (FI_EIO): C_RC_ENTRY_NOT_FOUND. */
+#define SW_RNR_TIMEOUT_PROV_ERRNO 18
+
+enum sw_match_mode { SW_MATCH_HARDWARE, SW_MATCH_SOFTWARE, SW_MATCH_HYBRID };
+enum sw_proto { SW_PROTO_CXI, SW_PROTO_CXI_RNR };
+enum sw_progress { SW_PROGRESS_AUTO, SW_PROGRESS_MANUAL };
+
+/* RX context states of the upstream provider. */
+enum sw_rxc_state {
+	RXC_DISABLED = 0,
+	RXC_ENABLED,
+	RXC_PENDING_PTLTE_SOFTWARE_MANAGED,
+	RXC_ENABLED_SOFTWARE,
+	RXC_PENDING_PTLTE_DISABLE,
+	RXC_ONLOAD_FLOW_CONTROL,
+	RXC_ONLOAD_FLOW_CONTROL_REENABLE,
+	RXC_FLOW_CONTROL,
+};
+const char *sw_rxc_state_name(enum sw_rxc_state s);
+
+/* FI_CXI_* environment of the provider (defaults: cassini-reference / upstream fi_cxi(7)). */
+struct sw_env {
+	enum sw_match_mode rx_match_mode;   /* FI_CXI_RX_MATCH_MODE (hardware) */
+	bool hybrid_preemptive;             /* FI_CXI_HYBRID_PREEMPTIVE (0) */
+	bool hybrid_recv_preemptive;        /* FI_CXI_HYBRID_RECV_PREEMPTIVE (0) */
+	bool hybrid_posted_recv_preemptive; /* FI_CXI_HYBRID_POSTED_RECV_PREEMPTIVE (0) */
+	bool hybrid_unexpected_msg_preemptive; /* FI_CXI_HYBRID_UNEXPECTED_MSG_PREEMPTIVE (0) */
+	uint64_t oflow_buf_size;            /* FI_CXI_OFLOW_BUF_SIZE (12 MiB) */
+	uint32_t oflow_buf_min_posted;      /* FI_CXI_OFLOW_BUF_MIN_POSTED (3) */
+	uint64_t req_buf_size;              /* FI_CXI_REQ_BUF_SIZE (12 MiB) */
+	uint32_t req_buf_min_posted;        /* FI_CXI_REQ_BUF_MIN_POSTED (6, at least 2) */
+	uint32_t req_buf_max_count;         /* FI_CXI_REQ_BUF_MAX_COUNT (0: 8 x min_posted) */
+	uint32_t rdzv_threshold;            /* FI_CXI_RDZV_THRESHOLD (16384) */
+	uint32_t rdzv_get_min;              /* FI_CXI_RDZV_GET_MIN (2049) */
+	uint32_t rdzv_eager_size;           /* FI_CXI_RDZV_EAGER_SIZE (2048) */
+	uint32_t sw_rx_tx_init_max;         /* FI_CXI_SW_RX_TX_INIT_MAX (1024) */
+	uint64_t rnr_max_timeout_us;        /* FI_CXI_RNR_MAX_TIMEOUT_US (500000; 0: fail on first NACK) */
+	uint64_t fc_retry_usec_delay;       /* FI_CXI_FC_RETRY_USEC_DELAY (1000) */
+	uint32_t cq_fill_percent;           /* FI_CXI_CQ_FILL_PERCENT (50) */
+	uint32_t default_cq_size;           /* FI_CXI_DEFAULT_CQ_SIZE (131072) */
+	uint32_t default_vni;               /* FI_CXI_DEFAULT_VNI (10) */
+	bool optimized_mrs;                 /* FI_CXI_OPTIMIZED_MRS (1) */
+	bool prov_key_cache;                /* FI_CXI_PROV_KEY_CACHE (1) */
+	bool mr_match_events;               /* FI_CXI_MR_MATCH_EVENTS (0) */
+	bool trunc_ok;                      /* FI_CXI_TRUNC_OK (0) */
+	bool msg_offload;                   /* derived: rx_match_mode != software */
+};
+void sw_env_defaults(struct sw_env *e);
+/* Override from FI_CXI_* variables looked up through getenv_fn (the daemon passes the application's
+ * environment).  Returns 0, or -FI_EINVAL naming the bad variable in *bad. */
+int sw_env_parse(struct sw_env *e, const char *(*getenv_fn)(void *ctx, const char *name), void *ctx,
+		 const char **bad);
+/* Override from a scenario section (keys are the variable names without FI_CXI_, lower case, e.g.
+ * rx_match_mode: hybrid, rdzv_threshold: 8192). */
+void sw_env_from_cfg(struct sw_env *e, const struct cfg *c);
+/* The scenario-wide defaults: sw_env_defaults() overridden by the "cxi" section, if any. */
+void sw_env_scenario(struct sim *sim, struct sw_env *e);
+
+/* A peer: NIC address, pid and the VNI to use (cxisim's resolved fi_addr). */
+struct sw_addr {
+	uint32_t nic;
+	uint16_t pid;
+	uint16_t vni;
+};
+
+/* A completion (fi_cq_tagged_entry + fi_cq_err_entry + FI_SOURCE). */
+struct sw_comp {
+	void *op_context;
+	uint64_t flags;      /* FI_SEND, FI_RECV, FI_MSG, FI_TAGGED, FI_RMA, FI_READ, FI_WRITE, FI_MULTI_RECV,
+				FI_REMOTE_CQ_DATA, FI_REMOTE_READ, FI_REMOTE_WRITE */
+	uint64_t len;
+	uint64_t buf;        /* receive: where the data is (multi-recv: inside the posted buffer) */
+	uint64_t data;
+	uint64_t tag;
+	struct sw_addr src;  /* receive: source (FI_SOURCE) */
+	bool src_valid;
+	int err;             /* 0 or a positive FI_E* (FI_ETRUNC, FI_EIO, FI_ECANCELED, FI_ENOTCONN, ...) */
+	int prov_errno;      /* enum c_return_code, or 0 */
+	uint64_t olen;       /* FI_ETRUNC: bytes that did not fit */
+};
+
+struct sw_ep;
+typedef void (*sw_comp_fn)(void *ctx, struct sw_ep *ep, const struct sw_comp *c);
+
+struct sw_ep_attr {
+	struct sw_env env;
+	enum sw_proto proto;
+	enum sw_progress progress;
+	uint32_t pid;                /* C_PID_ANY: the lowest free pid */
+	uint32_t svc_id;             /* NIC_SVC_DEFAULT */
+	uint8_t num_vnis;            /* auth keys; vnis[0] is used to send, the RX side accepts all of them */
+	uint16_t vnis[NIC_SVC_MAX_VNIS];
+	uint64_t caps;               /* FI_MSG | FI_TAGGED | FI_RMA | FI_MULTI_RECV | FI_SOURCE | FI_DIRECTED_RECV ... */
+	uint32_t tx_size;            /* 1024 (max 16384) */
+	uint32_t rx_size;            /* 1024 (max 15360) */
+	uint32_t cq_size;            /* 0: env.default_cq_size */
+	uint64_t min_multi_recv;     /* FI_OPT_MIN_MULTI_RECV (64) */
+	const struct nic_mem_ops *mem;
+	void *mem_ctx;
+	sw_comp_fn comp;             /* TX and RX completions */
+	void *comp_ctx;
+	/* A condition the real provider treats as fatal (RXC_FATAL / CXIP_FATAL, e.g. flow control while in
+	 * flow control in hardware match mode, or a hardware EQ overflow).  The endpoint stops; the message is
+	 * the upstream one.  NULL: print it on stderr and stop the simulation (sim_stop). */
+	void (*on_fatal)(void *ctx, struct sw_ep *ep, const char *msg);
+	void *fatal_ctx;
+};
+void sw_ep_attr_defaults(struct sw_ep_attr *a);
+
+/* Open and enable an endpoint on a NIC.  Operations may be posted at once: they queue behind the enable
+ * commands.  Returns -FI_ENOSPC when the NIC has no free resource, -FI_EINVAL on bad attributes. */
+int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **out);
+void sw_ep_close(struct sw_ep *ep);
+struct sw_addr sw_ep_addr(const struct sw_ep *ep);
+enum sw_rxc_state sw_ep_rxc_state(const struct sw_ep *ep);
+/* The fatal message if the endpoint hit a fatal condition, else NULL. */
+const char *sw_ep_fatal(const struct sw_ep *ep);
+/* Objects for inspection (tests, telemetry): the receive PtlTE and the NIC. */
+uint32_t sw_ep_rx_ptn(const struct sw_ep *ep);
+struct nic *sw_ep_nic(const struct sw_ep *ep);
+/* SW_PROGRESS_MANUAL: process pending events now (fi_cq_read's progress). */
+void sw_ep_progress(struct sw_ep *ep);
+/* fi_set_val(FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME) */
+void sw_ep_set_rnr_max_timeout_us(struct sw_ep *ep, uint64_t us);
+
+/* Messaging.  flags: FI_TAGGED for the tagged API, FI_MULTI_RECV (untagged receives only), FI_INJECT,
+ * FI_REMOTE_CQ_DATA, FI_COMPLETION, FI_MATCH_COMPLETE.  src (receive) may be NULL for FI_ADDR_UNSPEC.
+ * -FI_EAGAIN: TX queue full, flow control towards that peer, or the EQ above FI_CXI_CQ_FILL_PERCENT. */
+int sw_recv(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *src, uint64_t tag,
+	    uint64_t ignore, uint64_t flags, void *context);
+int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_data, struct sw_addr dst,
+	    uint64_t tag, uint64_t data, uint64_t flags, void *context);
+/* Cancel a posted receive: FI_ECANCELED completion (with FI_MULTI_RECV for a multi-recv buffer). */
+int sw_cancel(struct sw_ep *ep, void *context);
+
+/* RMA: remote address `addr` within the MR of key `key` at dst. */
+int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
+	     uint64_t data, uint64_t flags, void *context);
+int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
+	    uint64_t flags, void *context);
+
+/* Memory registration (FI_MR_ENDPOINT: bound to one endpoint).  Registration and close complete through
+ * done(ctx, mr, ret) after their modelled cost; close with FI_CXI_MR_MATCH_EVENTS waits until every remote
+ * access has completed.  requested_key is used with client keys (flags without FI_MR_PROV_KEY); errors:
+ * -FI_EKEYREJECTED (key >= 2^32), -FI_ENOKEY (duplicate). */
+struct sw_mr;
+typedef void (*sw_mr_done_fn)(void *ctx, struct sw_mr *mr, int ret);
+/* sw_mr_reg flags: ask for a provider key (the domain's FI_MR_PROV_KEY mode) instead of requested_key. */
+#define SW_MR_PROV_KEY (1ULL << 60)
+int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uint64_t requested_key,
+	      uint64_t flags, sw_mr_done_fn done, void *ctx, struct sw_mr **out);
+int sw_mr_close(struct sw_mr *mr, sw_mr_done_fn done, void *ctx);
+/* The MR's object stays valid until its close completes (done called); then it is freed. */
+uint64_t sw_mr_key(const struct sw_mr *mr);
+bool sw_mr_is_optimized(const struct sw_mr *mr);
+/* FI_CXI_MR_MATCH_EVENTS accounting: remote accesses matched, and completed. */
+void sw_mr_events(const struct sw_mr *mr, uint64_t *matched, uint64_t *completed);
+
+/* Per-endpoint statistics (also exported as stats counters "nic.<n>.ep.<pid>.<name>"). */
+struct sw_ep_stats {
+	uint64_t total_rnr_nacks, total_retries;
+	uint64_t fc_transitions, fc_notify_sent, fc_resume_sent, fc_drops_replayed;
+	uint64_t sw_transitions;          /* hybrid: moves to software matching */
+	uint64_t onloaded;                /* unexpected headers moved to software */
+	uint64_t hw_rdzv_gets, sw_rdzv_gets;
+	uint64_t mr_hazards;              /* remote accesses to a closed (cached, still exposed) MR */
+};
+const struct sw_ep_stats *sw_ep_stats(const struct sw_ep *ep);
+
+#endif

@@ -1,0 +1,249 @@
+/* The provider's FI_CXI_* environment and host-side costs, and the "cxi" scenario section that sets both
+ * for simulated processes. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../model.h"
+#include "../util.h"
+#include "sw_impl.h"
+
+/* The "cxi" section's parameters: host-side costs of the provider, then the FI_CXI_* defaults. */
+static const struct param cxi_params[] = {
+	{ "kernel_call_ns", "ns", 2500, 0, 1e9,
+	  "assumed; seed 000 Fig 9: reg/dereg paths that enter the kernel are the slow ones" },
+	{ "mr_cache_lookup_ns", "ns", 70, 0, 1e9,
+	  "assumed; seed 000 Fig 9: provider key cache makes reg and dereg cheap (~0.1 us)" },
+	{ "mr_le_append_ns", "ns", 800, 0, 1e9, "assumed: software side of an MR LE append/unlink and its wait" },
+	{ "mr_event_poll_ns", "ns", 200, 0, 1e9,
+	  "assumed; seed 000 Fig 9: match events cost ~2 us for reg + dereg, 10x the key cache" },
+	{ "mr_event_poll_max_us", "us", 100, 0, 1e9, "upstream: MR match-event close polls up to 100 us" },
+	{ "mr_bookkeeping_ns", "ns", 30, 0, 1e9, "assumed: per reg/dereg provider data-structure work" },
+	{ "ctrl_eq_slots", "count", 4096, 16, 1 << 24, "assumed: control EQ size (FC messages, MR events)" },
+	/* FI_CXI_* defaults of simulated processes (cxi.env.<name>); the daemon takes them from the application's
+	 * environment instead. */
+	{ "env.rx_match_mode", "0 hardware, 1 software, 2 hybrid", 0, 0, 2, "cassini-reference: FI_CXI_RX_MATCH_MODE=hardware" },
+	{ "env.hybrid_preemptive", "bool", 0, 0, 1, "cassini-reference: FI_CXI_HYBRID_PREEMPTIVE" },
+	{ "env.hybrid_recv_preemptive", "bool", 0, 0, 1, "cassini-reference: FI_CXI_HYBRID_RECV_PREEMPTIVE" },
+	{ "env.hybrid_posted_recv_preemptive", "bool", 0, 0, 1,
+	  "cassini-reference: FI_CXI_HYBRID_POSTED_RECV_PREEMPTIVE" },
+	{ "env.hybrid_unexpected_msg_preemptive", "bool", 0, 0, 1,
+	  "cassini-reference: FI_CXI_HYBRID_UNEXPECTED_MSG_PREEMPTIVE" },
+	{ "env.oflow_buf_size", "bytes", 12 << 20, 4096, 17179869184.0, "cassini-reference: FI_CXI_OFLOW_BUF_SIZE 12 MiB" },
+	{ "env.oflow_buf_min_posted", "count", 3, 1, 1024, "cassini-reference: 3 overflow buffers posted" },
+	{ "env.req_buf_size", "bytes", 12 << 20, 4096, 17179869184.0, "cassini-reference: FI_CXI_REQ_BUF_SIZE 12 MiB" },
+	{ "env.req_buf_min_posted", "count", 6, 2, 1024, "cassini-reference: 6 request buffers posted (at least 2)" },
+	{ "env.req_buf_max_count", "count", 0, 0, 1 << 20, "cassini-reference: at most 8x min_posted (0: that)" },
+	{ "env.rdzv_threshold", "bytes", 16384, 0, 1 << 30, "cassini-reference: FI_CXI_RDZV_THRESHOLD" },
+	{ "env.rdzv_get_min", "bytes", 2049, 0, 1 << 30, "cassini-reference: FI_CXI_RDZV_GET_MIN" },
+	{ "env.rdzv_eager_size", "bytes", 2048, 0, 1 << 30, "cassini-reference: FI_CXI_RDZV_EAGER_SIZE" },
+	{ "env.sw_rx_tx_init_max", "count", 1024, 1, 1 << 20, "cassini-reference: FI_CXI_SW_RX_TX_INIT_MAX" },
+	{ "env.rnr_max_timeout_us", "us", 500000, 0, 1099511627776.0, "cassini-reference: FI_CXI_RNR_MAX_TIMEOUT_US" },
+	{ "env.fc_retry_usec_delay", "us", 1000, 0, 4294967296.0, "cassini-reference: FI_CXI_FC_RETRY_USEC_DELAY" },
+	{ "env.cq_fill_percent", "%", 50, 1, 100, "cassini-reference: FI_CXI_CQ_FILL_PERCENT" },
+	{ "env.default_cq_size", "count", 131072, 16, 1 << 24, "cassini-reference: FI_CXI_DEFAULT_CQ_SIZE" },
+	{ "env.default_vni", "vni", 10, 0, 65535, "cassini-reference: FI_CXI_DEFAULT_VNI" },
+	{ "env.optimized_mrs", "bool", 1, 0, 1, "cassini-reference: FI_CXI_OPTIMIZED_MRS=1" },
+	{ "env.prov_key_cache", "bool", 1, 0, 1, "cassini-reference: FI_CXI_PROV_KEY_CACHE=1" },
+	{ "env.mr_match_events", "bool", 0, 0, 1, "cassini-reference: FI_CXI_MR_MATCH_EVENTS=0" },
+	{ "env.trunc_ok", "bool", 0, 0, 1, "cassini-reference: FI_CXI_TRUNC_OK=0" },
+};
+
+
+enum env_type { ENV_BOOL, ENV_U32, ENV_U64, ENV_MODE };
+
+struct env_var {
+	const char *name; /* without FI_CXI_ */
+	enum env_type type;
+	size_t off;
+	uint64_t min, max;
+};
+
+#define F(x) offsetof(struct sw_env, x)
+static const struct env_var env_vars[] = {
+	{ "RX_MATCH_MODE", ENV_MODE, F(rx_match_mode), 0, 0 },
+	{ "HYBRID_PREEMPTIVE", ENV_BOOL, F(hybrid_preemptive), 0, 1 },
+	{ "HYBRID_RECV_PREEMPTIVE", ENV_BOOL, F(hybrid_recv_preemptive), 0, 1 },
+	{ "HYBRID_POSTED_RECV_PREEMPTIVE", ENV_BOOL, F(hybrid_posted_recv_preemptive), 0, 1 },
+	{ "HYBRID_UNEXPECTED_MSG_PREEMPTIVE", ENV_BOOL, F(hybrid_unexpected_msg_preemptive), 0, 1 },
+	{ "OFLOW_BUF_SIZE", ENV_U64, F(oflow_buf_size), 4096, 1ULL << 34 },
+	{ "OFLOW_BUF_MIN_POSTED", ENV_U32, F(oflow_buf_min_posted), 1, 1024 },
+	{ "REQ_BUF_SIZE", ENV_U64, F(req_buf_size), 4096, 1ULL << 34 },
+	{ "REQ_BUF_MIN_POSTED", ENV_U32, F(req_buf_min_posted), 2, 1024 },
+	{ "REQ_BUF_MAX_COUNT", ENV_U32, F(req_buf_max_count), 0, 1 << 20 },
+	{ "RDZV_THRESHOLD", ENV_U32, F(rdzv_threshold), 0, 1u << 30 },
+	{ "RDZV_GET_MIN", ENV_U32, F(rdzv_get_min), 0, 1u << 30 },
+	{ "RDZV_EAGER_SIZE", ENV_U32, F(rdzv_eager_size), 0, 1u << 30 },
+	{ "SW_RX_TX_INIT_MAX", ENV_U32, F(sw_rx_tx_init_max), 1, 1u << 20 },
+	{ "RNR_MAX_TIMEOUT_US", ENV_U64, F(rnr_max_timeout_us), 0, 1ULL << 40 },
+	{ "FC_RETRY_USEC_DELAY", ENV_U64, F(fc_retry_usec_delay), 0, 1ULL << 32 },
+	{ "CQ_FILL_PERCENT", ENV_U32, F(cq_fill_percent), 1, 100 },
+	{ "DEFAULT_CQ_SIZE", ENV_U32, F(default_cq_size), 16, 1u << 24 },
+	{ "DEFAULT_VNI", ENV_U32, F(default_vni), 0, 65535 },
+	{ "OPTIMIZED_MRS", ENV_BOOL, F(optimized_mrs), 0, 1 },
+	{ "PROV_KEY_CACHE", ENV_BOOL, F(prov_key_cache), 0, 1 },
+	{ "MR_MATCH_EVENTS", ENV_BOOL, F(mr_match_events), 0, 1 },
+	{ "TRUNC_OK", ENV_BOOL, F(trunc_ok), 0, 1 },
+};
+#undef F
+
+static const char *const mode_names[] = { "hardware", "software", "hybrid", NULL };
+
+static void env_store(struct sw_env *e, const struct env_var *v, uint64_t x)
+{
+	char *base = (char *)e;
+	switch (v->type) {
+	case ENV_BOOL: *(bool *)(base + v->off) = x != 0; break;
+	case ENV_U32: *(uint32_t *)(base + v->off) = (uint32_t)x; break;
+	case ENV_U64: *(uint64_t *)(base + v->off) = x; break;
+	case ENV_MODE: *(enum sw_match_mode *)(base + v->off) = (enum sw_match_mode)x; break;
+	}
+}
+
+static void env_derive(struct sw_env *e)
+{
+	e->msg_offload = e->rx_match_mode != SW_MATCH_SOFTWARE;
+	if (e->req_buf_min_posted < 2)
+		e->req_buf_min_posted = 2;
+	/* req_buf_max_count 0 stays "8 x min_posted", resolved when an endpoint opens. */
+}
+
+static void env_key(const struct env_var *v, char *key, size_t n)
+{
+	snprintf(key, n, "env.");
+	size_t k = 4;
+	for (const char *c = v->name; *c && k + 1 < n; c++)
+		key[k++] = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+	key[k] = 0;
+}
+
+/* Defaults come from the parameter table, so the printed table and the model cannot disagree. */
+void sw_env_defaults(struct sw_env *e)
+{
+	memset(e, 0, sizeof(*e));
+	char key[64];
+	for (size_t i = 0; i < ARRAY_SIZE(env_vars); i++) {
+		env_key(&env_vars[i], key, sizeof(key));
+		env_store(e, &env_vars[i], (uint64_t)param_find(cxi_params, ARRAY_SIZE(cxi_params), key)->def);
+	}
+	env_derive(e);
+}
+
+int sw_env_parse(struct sw_env *e, const char *(*getenv_fn)(void *ctx, const char *name), void *ctx,
+		 const char **bad)
+{
+	char name[64];
+	for (size_t i = 0; i < ARRAY_SIZE(env_vars); i++) {
+		const struct env_var *v = &env_vars[i];
+		snprintf(name, sizeof(name), "FI_CXI_%s", v->name);
+		const char *s = getenv_fn(ctx, name);
+		if (!s)
+			continue;
+		uint64_t x = 0;
+		if (v->type == ENV_MODE) {
+			int k;
+			for (k = 0; mode_names[k] && strcasecmp(s, mode_names[k]); k++)
+				;
+			if (!mode_names[k])
+				goto fail;
+			x = (uint64_t)k;
+		} else {
+			char *end;
+			errno = 0;
+			x = strtoull(s, &end, 0);
+			if (errno || end == s || *end || x < v->min || x > v->max)
+				goto fail;
+		}
+		env_store(e, v, x);
+		continue;
+fail:
+		if (bad)
+			*bad = env_vars[i].name;
+		return -FI_EINVAL;
+	}
+	env_derive(e);
+	return 0;
+}
+
+void sw_env_from_cfg(struct sw_env *e, const struct cfg *c)
+{
+	char full[64];
+	for (size_t i = 0; i < ARRAY_SIZE(env_vars); i++) {
+		const struct env_var *v = &env_vars[i];
+		env_key(v, full, sizeof(full));
+		const char *key = full + 4;
+		if (!cfg_has(c, key))
+			continue;
+		uint64_t x;
+		switch (v->type) {
+		case ENV_MODE: x = (uint64_t)cfg_enum(c, key, 0, mode_names); break;
+		case ENV_BOOL: x = cfg_bool(c, key, false); break;
+		default: x = cfg_u64(c, key, 0, v->min, v->max); break;
+		}
+		env_store(e, v, x);
+	}
+	env_derive(e);
+}
+
+/* ---------------------------------------------------------------- the "cxi" section */
+
+
+struct cxi_world {
+	struct sw_env env;
+	struct sw_costs costs;
+};
+
+static void costs_from(struct sw_costs *k, const struct cfg *c)
+{
+	k->kernel_call = (simtime_t)(param_get(c, &cxi_params[0]) * 1000.0 + 0.5);
+	k->mr_cache_lookup = (simtime_t)(param_get(c, &cxi_params[1]) * 1000.0 + 0.5);
+	k->mr_le_append = (simtime_t)(param_get(c, &cxi_params[2]) * 1000.0 + 0.5);
+	k->mr_event_poll = (simtime_t)(param_get(c, &cxi_params[3]) * 1000.0 + 0.5);
+	k->mr_event_poll_max = (simtime_t)(param_get(c, &cxi_params[4]) * 1e6 + 0.5);
+	k->mr_bookkeeping = (simtime_t)(param_get(c, &cxi_params[5]) * 1000.0 + 0.5);
+	k->ctrl_eq_slots = (uint32_t)param_get_u64(c, &cxi_params[6]);
+}
+
+static void cxi_build(struct sim *sim, const struct cfg *c)
+{
+	struct cxi_world *w = xcalloc(1, sizeof(*w));
+	sw_env_defaults(&w->env);
+	struct cfg env = cfg_section(c, "env");
+	sw_env_from_cfg(&w->env, &env);
+	costs_from(&w->costs, c);
+	sim_world_set(sim, "cxi", w);
+	sim_on_destroy(sim, free, w);
+}
+
+static struct model cxi_model = {
+	.key = "cxi",
+	.order = 25,
+	.build = cxi_build,
+	.params = cxi_params,
+	.nparams = ARRAY_SIZE(cxi_params),
+};
+MODEL_REGISTER(cxi_model)
+
+const struct sw_costs *sw_costs(struct sim *sim)
+{
+	struct cxi_world *w = sim_world_get(sim, "cxi");
+	if (w)
+		return &w->costs;
+	/* No "cxi" section: the table's defaults. */
+	w = xcalloc(1, sizeof(*w));
+	sw_env_defaults(&w->env);
+	struct cfg none = { 0 };
+	costs_from(&w->costs, &none);
+	sim_world_set(sim, "cxi", w);
+	sim_on_destroy(sim, free, w);
+	return &w->costs;
+}
+
+void sw_env_scenario(struct sim *sim, struct sw_env *e)
+{
+	sw_costs(sim);
+	struct cxi_world *w = sim_world_get(sim, "cxi");
+	*e = w->env;
+}

@@ -1,0 +1,526 @@
+/* Provider software: endpoints.  Opening an endpoint allocates what libfabric's cxi provider allocates on a
+ * real NIC (an LNI, TX/RX/control EQs, a transmit and a target command queue, the receive, control and
+ * rendezvous-source PtlTEs), and progress reads the EQs and hands each event to the object named by its
+ * user_ptr. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../stats.h"
+#include "../util.h"
+#include "sw_impl.h"
+
+/* ---------------------------------------------------------------- lists */
+
+void sw_req_list_push(struct sw_req_list *l, struct sw_req *r)
+{
+	r->next = NULL;
+	r->prev = l->tail;
+	if (l->tail)
+		l->tail->next = r;
+	else
+		l->head = r;
+	l->tail = r;
+	l->len++;
+	r->queued = true;
+}
+
+void sw_req_list_remove(struct sw_req_list *l, struct sw_req *r)
+{
+	if (!r->queued)
+		return;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		l->head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		l->tail = r->prev;
+	r->next = r->prev = NULL;
+	l->len--;
+	r->queued = false;
+}
+
+void sw_ux_push(struct sw_ux_list *l, struct sw_ux *u)
+{
+	u->next = NULL;
+	u->prev = l->tail;
+	if (l->tail)
+		l->tail->next = u;
+	else
+		l->head = u;
+	l->tail = u;
+	l->len++;
+}
+
+void sw_ux_remove(struct sw_ux_list *l, struct sw_ux *u)
+{
+	if (u->prev)
+		u->prev->next = u->next;
+	else
+		l->head = u->next;
+	if (u->next)
+		u->next->prev = u->prev;
+	else
+		l->tail = u->prev;
+	u->next = u->prev = NULL;
+	l->len--;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+/* Provider-private buffers are one contiguous tagged range per endpoint, backed only when the endpoint
+ * carries real data. */
+uint64_t sw_priv_alloc(struct sw_ep *ep, uint64_t size)
+{
+	size = (size + 4095) & ~4095ULL;
+	uint64_t addr = SW_PRIV_BASE + ep->priv_used;
+	ep->priv_used += size;
+	if (ep->attr.mem) {
+		if (ep->priv_used > ep->priv_size) {
+			uint64_t ns = ep->priv_size ? ep->priv_size : 1 << 20;
+			while (ns < ep->priv_used)
+				ns *= 2;
+			ep->priv = xrealloc(ep->priv, ns);
+			memset(ep->priv + ep->priv_size, 0, ns - ep->priv_size);
+			ep->priv_size = ns;
+		}
+	}
+	return addr;
+}
+
+static int ep_read(void *ctx, uint64_t addr, void *dst, size_t len)
+{
+	struct sw_ep *ep = ctx;
+	if (addr >= SW_PRIV_BASE) {
+		uint64_t off = addr - SW_PRIV_BASE;
+		if (!ep->priv || off + len > ep->priv_size)
+			return -EFAULT;
+		memcpy(dst, ep->priv + off, len);
+		return 0;
+	}
+	return ep->attr.mem->read(ep->attr.mem_ctx, addr, dst, len);
+}
+
+static int ep_write(void *ctx, uint64_t addr, const void *src, size_t len)
+{
+	struct sw_ep *ep = ctx;
+	if (addr >= SW_PRIV_BASE) {
+		uint64_t off = addr - SW_PRIV_BASE;
+		if (!ep->priv || off + len > ep->priv_size)
+			return -EFAULT;
+		memcpy(ep->priv + off, src, len);
+		return 0;
+	}
+	return ep->attr.mem->write(ep->attr.mem_ctx, addr, src, len);
+}
+
+/* Software copy (e.g. unexpected eager data from an overflow buffer into the user's buffer). */
+void sw_copy(struct sw_ep *ep, uint64_t dst, uint64_t src, uint64_t len)
+{
+	if (!ep->attr.mem || !len)
+		return;
+	uint8_t tmp[4096];
+	while (len) {
+		size_t n = len < sizeof(tmp) ? (size_t)len : sizeof(tmp);
+		if (ep_read(ep, src, tmp, n) || ep_write(ep, dst, tmp, n))
+			return;
+		src += n;
+		dst += n;
+		len -= n;
+	}
+}
+
+/* ---------------------------------------------------------------- pids */
+
+struct pid_table {
+	uint32_t n;
+	uint8_t (*used)[C_PID_ANY];
+};
+
+static void pid_table_free(void *p)
+{
+	struct pid_table *t = p;
+	free(t->used);
+	free(t);
+}
+
+static uint8_t *pid_row(struct sim *sim, uint32_t nic)
+{
+	struct pid_table *t = sim_world_get(sim, "cxi.pids");
+	if (!t) {
+		t = xcalloc(1, sizeof(*t));
+		t->n = nic_count(sim);
+		t->used = xcalloc(t->n ? t->n : 1, sizeof(*t->used));
+		sim_world_set(sim, "cxi.pids", t);
+		sim_on_destroy(sim, pid_table_free, t);
+	}
+	return t->used[nic];
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+void sw_fatal(struct sw_ep *ep, const char *fmt, ...)
+{
+	if (ep->fatal)
+		return;
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	ep->fatal = xstrdup(buf);
+	if (ep->attr.on_fatal) {
+		ep->attr.on_fatal(ep->attr.fatal_ctx, ep, ep->fatal);
+	} else {
+		fprintf(stderr, "cxisim: nic %u pid %u: fatal: %s", nic_addr(ep->nic), ep->pid, ep->fatal);
+		sim_stop(ep->sim);
+	}
+}
+
+/* Internal commands must not be lost: a full queue is a sizing error of the model, not a user condition. */
+int sw_emit(struct sw_ep *ep, struct nic_cmdq *q, const struct nic_cmd *c)
+{
+	if (ep->closing)
+		return -FI_EINVAL;
+	int rc = nic_cmdq_emit(q, c);
+	if (rc == 0)
+		nic_cmdq_ring(q);
+	return rc;
+}
+
+static void emit_internal(struct sw_ep *ep, struct nic_cmdq *q, const struct nic_cmd *c)
+{
+	if (sw_emit(ep, q, c))
+		sw_fatal(ep, "internal command queue overflow (op %u)\n", c->op);
+}
+
+void sw_append(struct sw_ep *ep, uint32_t ptn, uint8_t list, uint16_t buffer_id, uint32_t flags, uint64_t start,
+	       uint64_t length, uint32_t min_free, uint32_t match_id, uint64_t mb, uint64_t ib, void *user_ptr)
+{
+	struct nic_cmd c = { .op = NIC_CMD_TGT_APPEND };
+	c.tgt = (struct nic_tgt_cmd){ .ptn = ptn, .list = list, .buffer_id = buffer_id, .le_flags = flags,
+				      .ctn = NIC_NONE, .start = start, .length = length, .min_free = min_free,
+				      .match_id = match_id, .match_bits = mb, .ignore_bits = ib,
+				      .user_ptr = (uint64_t)(uintptr_t)user_ptr };
+	emit_internal(ep, ep->tgq, &c);
+}
+
+void sw_unlink(struct sw_ep *ep, uint32_t ptn, uint8_t list, uint16_t buffer_id, void *user_ptr)
+{
+	struct nic_cmd c = { .op = NIC_CMD_TGT_UNLINK };
+	c.tgt = (struct nic_tgt_cmd){ .ptn = ptn, .list = list, .buffer_id = buffer_id, .ctn = NIC_NONE,
+				      .user_ptr = (uint64_t)(uintptr_t)user_ptr };
+	emit_internal(ep, ep->tgq, &c);
+}
+
+void sw_setstate(struct sw_ep *ep, uint32_t ptn, uint8_t state, uint32_t drop_count)
+{
+	struct nic_cmd c = { .op = NIC_CMD_TGT_SETSTATE };
+	c.tgt = (struct nic_tgt_cmd){ .ptn = ptn, .state = state, .drop_count = drop_count, .ctn = NIC_NONE,
+				      .user_ptr = (uint64_t)(uintptr_t)&ep->state_obj };
+	emit_internal(ep, ep->tgq, &c);
+}
+
+void sw_complete(struct sw_ep *ep, const struct sw_comp *c)
+{
+	if (ep->attr.comp)
+		ep->attr.comp(ep->attr.comp_ctx, ep, c);
+}
+
+/* Cassini return codes as libfabric errors (cassini-reference: VNI and authorization keys). */
+int sw_rc_to_errno(uint8_t rc)
+{
+	switch (rc) {
+	case C_RC_OK: return 0;
+	case C_RC_VNI_NOT_FOUND: return FI_ENOTCONN;
+	case C_RC_UNDELIVERABLE: return FI_EHOSTUNREACH;
+	default: return FI_EIO;
+	}
+}
+
+/* The provider's FI_CXI_CQ_FILL_PERCENT check: a status writeback since the last drain means saturated. */
+bool sw_eq_saturated(struct sw_ep *ep, uint32_t eqn)
+{
+	struct nic_eq_status st;
+	if (nic_eq_status(ep->nic, eqn, &st))
+		return false;
+	return (uint64_t)st.used * 100 >= (uint64_t)ep->env->cq_fill_percent * st.slots;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static void dispatch(struct sw_ep *ep, uint32_t eqn, const struct nic_event *ev)
+{
+	struct sw_obj *o = (struct sw_obj *)(uintptr_t)ev->user_ptr;
+	if (ev->type == C_EVENT_STATE_CHANGE) {
+		if (ev->ptlte_index == ep->rx_ptn)
+			sw_rxc_state_change(ep, ev);
+		return;
+	}
+	if (ev->type == C_EVENT_COMMAND_FAILURE) {
+		sw_fatal(ep, "command failure: %s\n", c_rc_name(ev->rc));
+		return;
+	}
+	if (!o) {
+		sw_fatal(ep, "event %s without a request on EQ %u\n", c_event_type_name(ev->type), eqn);
+		return;
+	}
+	switch (o->kind) {
+	case SWK_RECV:
+	case SWK_RMSG:
+	case SWK_SEARCH:
+	case SWK_FLUSH: sw_rxc_event(ep, o, ev); break;
+	case SWK_OFLOW:
+	case SWK_REQBUF: sw_buf_event(ep, (struct sw_buf *)o, ev); break;
+	case SWK_SEND:
+	case SWK_RMA:
+	case SWK_CTRL_MSG:
+	case SWK_RDZV_SRC: sw_txc_event(ep, o, ev); break;
+	case SWK_CTRL_LE: sw_ctrl_event(ep, ev); break;
+	case SWK_MR: sw_mr_event(ep, (struct sw_mr *)o, ev); break;
+	case SWK_STATE: break;
+	default: sw_fatal(ep, "event %s for unknown object\n", c_event_type_name(ev->type));
+	}
+}
+
+static void progress_eq(struct sw_ep *ep, uint32_t eqn)
+{
+	const struct nic_event *e;
+	while (!ep->fatal && (e = nic_eq_peek(ep->nic, eqn))) {
+		struct nic_event ev = *e;
+		nic_eq_next(ep->nic, eqn);
+		nic_eq_ack(ep->nic, eqn);
+		dispatch(ep, eqn, &ev);
+	}
+	struct nic_eq_status st;
+	if (!ep->fatal && nic_eq_status(ep->nic, eqn, &st) == 0 && st.dropped)
+		sw_fatal(ep, "H/W Event Queue overflow detected.\n");
+}
+
+void sw_ep_progress(struct sw_ep *ep)
+{
+	if (!ep || ep->closing)
+		return;
+	progress_eq(ep, ep->eq_ctrl);
+	progress_eq(ep, ep->eq_rx);
+	progress_eq(ep, ep->eq_tx);
+}
+
+static void eq_notify(void *ctx, struct nic *nic, uint32_t eqn)
+{
+	struct sw_ep *ep = ctx;
+	(void)nic;
+	if (ep->attr.progress == SW_PROGRESS_AUTO && !ep->closing)
+		progress_eq(ep, eqn);
+}
+
+/* ---------------------------------------------------------------- open / close */
+
+void sw_ep_attr_defaults(struct sw_ep_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	sw_env_defaults(&a->env);
+	a->proto = SW_PROTO_CXI;
+	a->progress = SW_PROGRESS_AUTO;
+	a->pid = C_PID_ANY;
+	a->svc_id = NIC_SVC_DEFAULT;
+	a->num_vnis = 1;
+	a->vnis[0] = (uint16_t)a->env.default_vni;
+	a->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_MULTI_RECV | FI_SOURCE | FI_DIRECTED_RECV;
+	a->tx_size = 1024;
+	a->rx_size = 1024;
+	a->min_multi_recv = 64;
+}
+
+static int ep_eq(struct sw_ep *ep, uint32_t slots, uint32_t reserved, uint32_t *eqn)
+{
+	struct nic_eq_attr ea = { .slots = slots, .reserved_fc = reserved, .status_thresh_pct = ep->env->cq_fill_percent,
+				  .notify = eq_notify, .notify_ctx = ep };
+	return nic_eq_alloc(ep->lni, &ea, eqn);
+}
+
+static int ep_pte(struct sw_ep *ep, uint32_t eqn, struct nic_pte_opts o, const uint32_t *indexes, unsigned nidx,
+		  uint32_t *ptn)
+{
+	int rc = nic_pte_alloc(ep->lni, eqn, &o, ptn);
+	if (rc)
+		return rc;
+	for (unsigned v = 0; v < ep->attr.num_vnis; v++)
+		for (unsigned i = 0; i < nidx; i++)
+			if ((rc = nic_pte_map(ep->lni, *ptn, ep->attr.vnis[v], ep->pid, indexes[i])))
+				return rc;
+	return 0;
+}
+
+static void ep_counters(struct sw_ep *ep)
+{
+	struct stats *s = sim_stats(ep->sim);
+	uint32_t n = nic_addr(ep->nic);
+	ep->c_rnr_nacks = stats_counter(s, "nic.%u.ep.%u.total_rnr_nacks", n, ep->pid);
+	ep->c_retries = stats_counter(s, "nic.%u.ep.%u.total_retries", n, ep->pid);
+	ep->c_fc = stats_counter(s, "nic.%u.ep.%u.fc_transitions", n, ep->pid);
+	ep->c_sw_trans = stats_counter(s, "nic.%u.ep.%u.sw_transitions", n, ep->pid);
+	ep->c_hazards = stats_counter(s, "nic.%u.ep.%u.mr_hazards", n, ep->pid);
+	ep->c_onloaded = stats_counter(s, "nic.%u.ep.%u.onloaded", n, ep->pid);
+	ep->c_notify = stats_counter(s, "nic.%u.ep.%u.fc_notify_sent", n, ep->pid);
+	ep->c_resume = stats_counter(s, "nic.%u.ep.%u.fc_resume_sent", n, ep->pid);
+}
+
+static int ep_validate(const struct sw_ep_attr *a)
+{
+	if (a->num_vnis == 0 || a->num_vnis > NIC_SVC_MAX_VNIS)
+		return -FI_EINVAL;
+	if (a->tx_size == 0 || a->tx_size > 16384 || a->rx_size == 0 || a->rx_size > 15360)
+		return -FI_EINVAL;
+	if (a->pid != C_PID_ANY && a->pid >= C_PID_ANY)
+		return -FI_EINVAL;
+	return 0;
+}
+
+int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **out)
+{
+	if (!nic || !attr || !out)
+		return -FI_EINVAL;
+	int rc = ep_validate(attr);
+	if (rc)
+		return rc;
+	struct sim *sim = nic_sim(nic);
+	uint8_t *pids = pid_row(sim, nic_addr(nic));
+	uint32_t pid = attr->pid;
+	if (pid == C_PID_ANY) {
+		for (pid = 0; pid < C_PID_ANY && pids[pid]; pid++)
+			;
+		if (pid == C_PID_ANY)
+			return -FI_ENOSPC;
+	} else if (pids[pid]) {
+		return -FI_EADDRINUSE;
+	}
+	struct sw_ep *ep = xcalloc(1, sizeof(*ep));
+	ep->nic = nic;
+	ep->sim = sim;
+	ep->attr = *attr;
+	ep->env = &ep->attr.env;
+	if (ep->env->rx_match_mode == SW_MATCH_SOFTWARE)
+		ep->env->msg_offload = false;
+	if (!ep->env->req_buf_max_count)
+		ep->env->req_buf_max_count = 8 * ep->env->req_buf_min_posted;
+	ep->pid = pid;
+	ep->rnr_max_us = ep->env->rnr_max_timeout_us;
+	ep->state_obj.kind = SWK_STATE;
+	ep->rdzv_src_obj.kind = SWK_RDZV_SRC;
+	ep->ctrl_le_obj.kind = SWK_CTRL_LE;
+	ep->memops = (struct nic_mem_ops){ ep_read, ep_write };
+	rc = nic_lni_alloc(nic, attr->svc_id, attr->mem ? &ep->memops : NULL, ep, &ep->lni);
+	if (rc) {
+		free(ep);
+		return rc == -ENOENT ? -FI_EINVAL : -FI_ENOSPC;
+	}
+	pids[pid] = 1;
+	ep_counters(ep);
+	uint32_t cq = attr->cq_size ? attr->cq_size : ep->env->default_cq_size;
+	const struct sw_costs *k = sw_costs(sim);
+	struct nic_cmdq_attr qa = { .target = false, .slots = 4 * (attr->tx_size + 256), .eqn = NIC_NONE };
+	if ((rc = ep_eq(ep, cq + 2, 0, &ep->eq_tx)) || (rc = ep_eq(ep, cq + 2, 2, &ep->eq_rx)) ||
+	    (rc = ep_eq(ep, k->ctrl_eq_slots, 1, &ep->eq_ctrl)))
+		goto fail;
+	qa.eqn = ep->eq_tx;
+	if ((rc = nic_cmdq_alloc(ep->lni, &qa, &ep->txq)))
+		goto fail;
+	qa.target = true;
+	qa.slots = 4 * (attr->rx_size + 1024);
+	qa.eqn = ep->eq_rx;
+	if ((rc = nic_cmdq_alloc(ep->lni, &qa, &ep->tgq)))
+		goto fail;
+	/* Control PtlTE: FC messages and standard MRs (write and read indexes). */
+	struct nic_pte_opts co = { .is_matching = true, .en_event_match = ep->env->mr_match_events };
+	static const uint32_t ctrl_idx[] = { SW_PTL_IDX_WRITE_MR_STD, SW_PTL_IDX_READ_MR_STD };
+	if ((rc = ep_pte(ep, ep->eq_ctrl, co, ctrl_idx, 2, &ep->ctrl_ptn)))
+		goto fail;
+	sw_append(ep, ep->ctrl_ptn, C_PTL_LIST_PRIORITY, 0, C_LE_OP_PUT | C_LE_EVENT_LINK_DISABLE, 0, 0, 0,
+		  C_MATCH_ID_ANY, SW_CTRL_FLAG, ~SW_CTRL_FLAG, &ep->ctrl_le_obj);
+	sw_setstate(ep, ep->ctrl_ptn, C_PTLTE_ENABLED, NIC_IGNORE_DROPS);
+	nic_pte_set_access_hook(nic, ep->ctrl_ptn, sw_mr_access_hook, ep);
+	if ((rc = sw_txc_init(ep)))
+		goto fail;
+	rc = attr->proto == SW_PROTO_CXI_RNR ? sw_rnr_rxc_init(ep) : sw_rxc_init(ep);
+	if (rc)
+		goto fail;
+	*out = ep;
+	return 0;
+fail:
+	pids[pid] = 0;
+	nic_lni_free(ep->lni);
+	free(ep->priv);
+	free(ep);
+	return rc == -ENOSPC ? -FI_ENOSPC : (rc == -EPERM ? -FI_EPERM : (rc == -EADDRINUSE ? -FI_EADDRINUSE : rc));
+}
+
+void sw_ep_close(struct sw_ep *ep)
+{
+	if (!ep)
+		return;
+	ep->closing = true;
+	sw_rxc_fini(ep);
+	sw_txc_fini(ep);
+	sw_mr_fini(ep);
+	nic_lni_free(ep->lni);
+	pid_row(ep->sim, nic_addr(ep->nic))[ep->pid] = 0;
+	free(ep->priv);
+	free(ep->closed);
+	free(ep->fatal);
+	free(ep);
+}
+
+struct sw_addr sw_ep_addr(const struct sw_ep *ep)
+{
+	return (struct sw_addr){ .nic = nic_addr(ep->nic), .pid = (uint16_t)ep->pid, .vni = ep->attr.vnis[0] };
+}
+
+enum sw_rxc_state sw_ep_rxc_state(const struct sw_ep *ep)
+{
+	return ep->state;
+}
+
+const char *sw_ep_fatal(const struct sw_ep *ep)
+{
+	return ep->fatal;
+}
+
+uint32_t sw_ep_rx_ptn(const struct sw_ep *ep)
+{
+	return ep->rx_ptn;
+}
+
+struct nic *sw_ep_nic(const struct sw_ep *ep)
+{
+	return ep->nic;
+}
+
+void sw_ep_set_rnr_max_timeout_us(struct sw_ep *ep, uint64_t us)
+{
+	ep->rnr_max_us = us;
+}
+
+const struct sw_ep_stats *sw_ep_stats(const struct sw_ep *ep)
+{
+	return &ep->st;
+}
+
+const char *sw_rxc_state_name(enum sw_rxc_state s)
+{
+	switch (s) {
+	case RXC_DISABLED: return "RXC_DISABLED";
+	case RXC_ENABLED: return "RXC_ENABLED";
+	case RXC_PENDING_PTLTE_SOFTWARE_MANAGED: return "RXC_PENDING_PTLTE_SOFTWARE_MANAGED";
+	case RXC_ENABLED_SOFTWARE: return "RXC_ENABLED_SOFTWARE";
+	case RXC_PENDING_PTLTE_DISABLE: return "RXC_PENDING_PTLTE_DISABLE";
+	case RXC_ONLOAD_FLOW_CONTROL: return "RXC_ONLOAD_FLOW_CONTROL";
+	case RXC_ONLOAD_FLOW_CONTROL_REENABLE: return "RXC_ONLOAD_FLOW_CONTROL_REENABLE";
+	case RXC_FLOW_CONTROL: return "RXC_FLOW_CONTROL";
+	}
+	return "RXC_UNKNOWN";
+}

@@ -1,0 +1,342 @@
+/* Private state of the provider software layer (sw_*.c). */
+#ifndef CXISIM_NIC_SW_IMPL_H
+#define CXISIM_NIC_SW_IMPL_H
+
+#include "sw.h"
+
+/* Match bits of FI_PROTO_CXI messages (cxisim's own layout; the NIC only sees 64 opaque bits):
+ *   [0,48) tag   48 tagged   49 cq_data   50 match_complete   51 rendezvous   [52,64) rendezvous id high
+ * The low 8 bits of the rendezvous id travel in the command's rendezvous_id field. */
+#define SW_TAG_MASK ((1ULL << 48) - 1)
+#define SW_MB_TAGGED (1ULL << 48)
+#define SW_MB_CQ_DATA (1ULL << 49)
+#define SW_MB_MATCH_COMP (1ULL << 50)
+#define SW_MB_RDZV (1ULL << 51)
+#define SW_MB_RDZV_SHIFT 52
+#define SW_RDZV_IDS 4096 /* 12 high bits x 8 low bits would allow 2^20; 4096 outstanding is ample */
+/* Bits a receive never matches on. */
+#define SW_MB_RECV_IGNORE (SW_MB_CQ_DATA | SW_MB_MATCH_COMP | SW_MB_RDZV | (~0ULL << SW_MB_RDZV_SHIFT))
+
+/* Control PtlTE (index 117/228) match bits: control messages have bit 63 set; MR keys do not. */
+#define SW_CTRL_FLAG (1ULL << 63)
+#define SW_CTRL_TYPE_SHIFT 16
+#define SW_CTRL_NOTIFY 1ULL
+#define SW_CTRL_RESUME 2ULL
+/* Provider-key-cached MRs: bit 62, and the region's address in the low bits. */
+#define SW_KEY_CACHED (1ULL << 62)
+#define SW_KEY_ADDR_MASK ((1ULL << 56) - 1)
+#define SW_KEY_PROV (1ULL << 61) /* a provider key (not cached) */
+
+/* Provider-private memory (overflow and request buffers) lives at tagged addresses no application
+ * address can take. */
+#define SW_PRIV_BASE (1ULL << 63)
+
+enum sw_kind {
+	SWK_RECV = 1,
+	SWK_SEND,
+	SWK_RMA,
+	SWK_OFLOW,
+	SWK_REQBUF,
+	SWK_SEARCH,
+	SWK_FLUSH,
+	SWK_CTRL_LE,
+	SWK_CTRL_MSG,
+	SWK_RDZV_SRC,
+	SWK_MR,
+	SWK_RMSG,
+	SWK_STATE,
+};
+
+struct sw_obj {
+	uint8_t kind;
+};
+
+struct sw_buf;
+struct sw_req;
+
+/* An unexpected message known to software. */
+struct sw_ux {
+	struct sw_ux *next, *prev;
+	uint64_t match_bits, header_data, remote_offset;
+	uint64_t data;            /* where its eager bytes sit (provider-private memory) */
+	uint32_t initiator, rlength, mlength;
+	uint16_t vni;
+	uint8_t rendezvous_id;
+	bool rendezvous;
+	bool data_ready;          /* the overflow/request PUT event has been seen */
+	bool onloaded;            /* on the software list (not a hardware header) */
+	struct sw_buf *buf;
+	struct sw_req *waiting;   /* a receive that matched it before its data event came */
+	struct nic_event ovf_ev;  /* that receive's PUT_OVERFLOW event */
+	bool in_map;
+};
+
+struct sw_ux_list {
+	struct sw_ux *head, *tail;
+	uint32_t len;
+};
+
+/* Overflow or request buffer. */
+struct sw_buf {
+	struct sw_obj obj;
+	struct sw_ep *ep;
+	struct sw_buf *next;
+	uint8_t list;
+	uint16_t id;
+	uint64_t addr, size;
+	bool linked;
+	uint64_t unlink_length;   /* bytes used when the NIC retired it; UINT64_MAX while linked */
+	uint64_t consumed;        /* bytes whose message software has finished with */
+};
+
+/* A rendezvous message being received (hardware or software Get in flight). */
+struct sw_rmsg {
+	struct sw_obj obj;
+	struct sw_rmsg *next;
+	struct sw_req *recv;
+	uint64_t buf;             /* where the message starts in the receive buffer */
+	uint64_t match_bits, header_data;
+	uint32_t initiator, rlength, data_len;
+	uint16_t vni;
+	uint8_t rendezvous_id;
+	uint8_t events, needed;
+	uint8_t rc;
+	bool sw_get_pending;
+	struct sw_rmsg *wait_next;
+	uint32_t eager;
+	uint64_t remote_offset;
+};
+
+struct sw_req {
+	struct sw_obj obj;
+	struct sw_ep *ep;
+	struct sw_req *next, *prev;
+	void *context;
+	uint64_t flags;
+	uint16_t id;
+	/* receive */
+	uint64_t buf, ulen, start_offset;
+	uint64_t match_bits, ignore_bits;
+	uint32_t match_id;
+	bool tagged, multi, hw_offloaded, canceled, retired, queued;
+	uint32_t children;        /* rendezvous messages in flight into this (multi-)receive */
+	struct sw_rmsg *rmsgs;
+	/* send */
+	uint64_t len, tag, data;
+	struct sw_addr dst;
+	uint8_t proto;            /* SW_SEND_* */
+	uint8_t rdzv_events;
+	uint8_t rc;
+	uint32_t rdzv_id;
+	struct sw_fc_peer *fc_peer;
+	uint32_t retries;
+	simtime_t max_rnr_time, retry_time;
+	sim_timer rnr_timer;
+	bool inject_valid;
+	uint8_t inject[C_MAX_IDC_PAYLOAD_UNR];
+};
+
+enum { SW_SEND_IDC = 1, SW_SEND_EAGER, SW_SEND_RDZV };
+
+struct sw_req_list {
+	struct sw_req *head, *tail;
+	uint32_t len;
+};
+
+/* Sender side: a peer that dropped our messages (flow control). */
+struct sw_fc_peer {
+	struct sw_fc_peer *next;
+	struct sw_addr addr;
+	uint32_t pending, dropped, pending_acks;
+	bool replayed;
+	struct sw_req_list queue;
+	struct sw_ctrl_msg *notify;
+};
+
+/* Target side: drops a peer reported, owed an FC_RESUME. */
+struct sw_fc_drops {
+	struct sw_fc_drops *next;
+	struct sw_addr addr;
+	uint32_t drops;
+};
+
+struct sw_ctrl_msg {
+	struct sw_obj obj;
+	struct sw_ep *ep;
+	struct sw_ctrl_msg *next;
+	struct sw_addr dst;
+	uint64_t type;
+	uint32_t drops;
+	uint32_t retries;
+	struct sw_fc_peer *peer; /* FC_NOTIFY: the peer it reports for */
+	bool in_list;
+	sim_timer retry;
+};
+
+struct sw_rma {
+	struct sw_obj obj;
+	struct sw_ep *ep;
+	void *context;
+	uint64_t flags, len;
+};
+
+/* Memory region. */
+struct sw_mr {
+	struct sw_obj obj;
+	struct sw_ep *ep;
+	struct sw_mr *next;
+	uint64_t buf, len, access, key, flags;
+	bool optimized, cached, prov_key, enabled, closed, closing;
+	uint32_t ptn_w, ptn_r;    /* optimized: own PtlTEs */
+	uint16_t le_id;
+	uint64_t match_events, access_events;
+	sw_mr_done_fn done;
+	void *done_ctx;
+	simtime_t close_deadline;
+};
+
+/* Registry of closed-but-exposed regions (provider key cache). */
+struct sw_region {
+	uint64_t addr, len;
+};
+
+struct sw_ep {
+	struct nic *nic;
+	struct sim *sim;
+	struct sw_ep_attr attr;
+	struct sw_env *env;
+	struct nic_lni *lni;
+	uint32_t pid;
+	struct nic_mem_ops memops;   /* routes private addresses to provider memory, the rest to the user's */
+	uint8_t *priv;               /* backing of provider-private memory (NULL without real data) */
+	uint64_t priv_size, priv_used;
+	char *fatal;
+
+	uint32_t eq_tx, eq_rx, eq_ctrl;
+	struct nic_cmdq *txq, *tgq;
+	uint32_t rx_ptn, ctrl_ptn, rdzv_ptn;
+	struct sw_obj state_obj;
+
+	/* RX context */
+	enum sw_rxc_state state, prev_state, new_state;
+	int fc_reason;
+	bool msg_offload;
+	uint32_t drop_count;         /* drops reported by peers' FC_NOTIFY */
+	struct sw_req_list posted;   /* receives not yet matched (hardware-offloaded or software) */
+	struct sw_req_list replay;   /* receives whose append failed, to replay in order */
+	struct sw_ux_list ux;        /* software unexpected list */
+	struct sw_ux_list pending_ux;/* request-list arrivals during a hardware-to-software transition */
+	struct sw_ux **ux_map;       /* hardware unexpected headers keyed by data address */
+	uint32_t ux_map_cap, ux_map_n;
+	uint32_t hw_ule_cnt;         /* unexpected headers the hardware holds */
+	uint32_t recv_appends;
+	uint32_t puts_pending;       /* onload: PUT_OVERFLOW seen before its data event */
+	bool onload_search_done;
+	struct sw_buf *oflow, *reqbuf;
+	uint32_t oflow_linked, req_linked, req_allocated;
+	uint16_t next_buf_id;
+	struct sw_fc_drops *fc_drops;
+	uint32_t sw_gets_out;
+	struct sw_rmsg *sw_get_wait, *sw_get_wait_tail;
+	uint32_t rx_outstanding;
+
+	/* TX context */
+	struct sw_req_list msg_queue; /* sends in flight, in order */
+	struct sw_fc_peer *fc_peers;
+	uint32_t tx_outstanding;
+	struct sw_req **rdzv_reqs;
+	uint32_t *rdzv_free;
+	uint32_t rdzv_nfree;
+	struct sw_obj rdzv_src_obj;
+	struct sw_obj ctrl_le_obj;
+	struct sw_ctrl_msg *ctrl_msgs;
+	uint64_t rnr_max_us;
+	struct sw_req_list rnr_wait;
+	sim_timer rnr_append_timer;
+
+	/* MRs */
+	struct sw_mr *mrs;
+	struct sw_region *closed;
+	uint32_t nclosed, closed_cap;
+	bool cache_le;                /* the key-cache LE is linked */
+	uint32_t next_prov_key;
+
+	struct sw_ep_stats st;
+	uint64_t *c_rnr_nacks, *c_retries, *c_fc, *c_sw_trans, *c_hazards, *c_onloaded, *c_notify, *c_resume;
+	bool closing;
+};
+
+/* ---------------------------------------------------------------- internal API */
+/* sw_ep.c */
+void sw_fatal(struct sw_ep *ep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sw_emit(struct sw_ep *ep, struct nic_cmdq *q, const struct nic_cmd *c);
+void sw_append(struct sw_ep *ep, uint32_t ptn, uint8_t list, uint16_t buffer_id, uint32_t flags, uint64_t start,
+	       uint64_t length, uint32_t min_free, uint32_t match_id, uint64_t mb, uint64_t ib, void *user_ptr);
+void sw_unlink(struct sw_ep *ep, uint32_t ptn, uint8_t list, uint16_t buffer_id, void *user_ptr);
+void sw_setstate(struct sw_ep *ep, uint32_t ptn, uint8_t state, uint32_t drop_count);
+void sw_complete(struct sw_ep *ep, const struct sw_comp *c);
+int sw_rc_to_errno(uint8_t rc);
+uint64_t sw_priv_alloc(struct sw_ep *ep, uint64_t size);
+void sw_copy(struct sw_ep *ep, uint64_t dst, uint64_t src, uint64_t len);
+bool sw_eq_saturated(struct sw_ep *ep, uint32_t eqn);
+void sw_req_list_push(struct sw_req_list *l, struct sw_req *r);
+void sw_req_list_remove(struct sw_req_list *l, struct sw_req *r);
+void sw_ux_push(struct sw_ux_list *l, struct sw_ux *u);
+void sw_ux_remove(struct sw_ux_list *l, struct sw_ux *u);
+
+/* sw_rxc.c */
+int sw_rxc_init(struct sw_ep *ep);
+void sw_rxc_event(struct sw_ep *ep, struct sw_obj *o, const struct nic_event *ev);
+void sw_rxc_state_change(struct sw_ep *ep, const struct nic_event *ev);
+void sw_rxc_process_drops(struct sw_ep *ep, struct sw_addr src, uint32_t drops);
+void sw_rxc_fini(struct sw_ep *ep);
+bool sw_recv_matches(const struct sw_req *r, uint64_t match_bits, uint32_t initiator);
+void sw_rxc_pending_disable(struct sw_ep *ep, bool check_fc);
+
+/* sw_bufs.c (overflow / request buffers) */
+void sw_bufs_init(struct sw_ep *ep, uint8_t list);
+void sw_bufs_replenish(struct sw_ep *ep, uint8_t list);
+void sw_buf_event(struct sw_ep *ep, struct sw_buf *b, const struct nic_event *ev);
+void sw_buf_consume(struct sw_ep *ep, struct sw_buf *b, uint64_t bytes);
+void sw_bufs_fini(struct sw_ep *ep);
+struct sw_ux *sw_ux_map_take(struct sw_ep *ep, uint64_t key);
+void sw_ux_map_put(struct sw_ep *ep, uint64_t key, struct sw_ux *u);
+
+/* sw_txc.c */
+int sw_txc_init(struct sw_ep *ep);
+void sw_txc_event(struct sw_ep *ep, struct sw_obj *o, const struct nic_event *ev);
+void sw_ctrl_event(struct sw_ep *ep, const struct nic_event *ev);
+void sw_ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m);
+void sw_txc_fc_resume(struct sw_ep *ep, struct sw_addr peer);
+void sw_txc_fini(struct sw_ep *ep);
+int sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, uint64_t mb, uint8_t rdzv_id,
+		 uint64_t local, uint32_t len, void *user_ptr, uint32_t index, uint32_t flags);
+
+/* sw_rnr.c */
+void sw_rnr_append_retry(struct sw_ep *ep);
+void sw_rnr_fini(struct sw_ep *ep);
+void sw_rxc_replay(struct sw_ep *ep);
+int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r);
+void sw_txc_report_send(struct sw_ep *ep, struct sw_req *r, uint8_t rc);
+int sw_rnr_rxc_init(struct sw_ep *ep);
+int sw_rnr_send(struct sw_ep *ep, struct sw_req *r);
+void sw_rnr_ack(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev);
+
+/* sw_mr.c */
+void sw_mr_event(struct sw_ep *ep, struct sw_mr *mr, const struct nic_event *ev);
+void sw_mr_fini(struct sw_ep *ep);
+void sw_mr_access_hook(void *ctx, uint32_t ptn, uint64_t le_user_ptr, uint64_t addr, uint64_t len, bool write);
+
+/* sw_env.c: host-side costs of the provider (the "cxi" parameter table). */
+struct sw_costs {
+	simtime_t kernel_call;       /* an ioctl into the cxi driver */
+	simtime_t mr_cache_lookup;   /* provider key cache hit */
+	simtime_t mr_le_append;      /* software side of appending/unlinking an MR LE (plus NIC time) */
+	simtime_t mr_event_poll;     /* one poll of the match/access counters while closing */
+	simtime_t mr_event_poll_max; /* give up polling and invalidate */
+	simtime_t mr_bookkeeping;    /* per reg/dereg data-structure cost */
+	uint32_t ctrl_eq_slots;
+};
+const struct sw_costs *sw_costs(struct sim *sim);
+
+#endif

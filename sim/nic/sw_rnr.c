@@ -1,0 +1,99 @@
+/* Provider software: the RNR protocol (FI_PROTO_CXI_RNR).
+ *
+ * The receive PtlTE (index 1) matches in hardware without flow control and without overflow or request
+ * buffers, so a Put that finds no receive is NACKed by the NIC with C_RC_ENTRY_NOT_FOUND.  The sender then
+ * releases its TX credit and retries at now + 1 + i^3 * 10 us for its i-th retry (1, 11, 81, 271, 641 us, the
+ * last step repeating); when the next retry would fall past start + FI_CXI_RNR_MAX_TIMEOUT_US the send fails
+ * with FI_EIO, prov_errno C_RC_ENTRY_NOT_FOUND (18).  total_rnr_nacks and total_retries are kept per
+ * endpoint. */
+#include <stdlib.h>
+
+#include "../util.h"
+#include "sw_impl.h"
+
+#define RNR_WAIT_STEPS 5
+
+int sw_rnr_rxc_init(struct sw_ep *ep)
+{
+	struct nic_pte_opts o = { .is_matching = true };
+	int rc = nic_pte_alloc(ep->lni, ep->eq_rx, &o, &ep->rx_ptn);
+	if (rc)
+		return rc;
+	for (unsigned v = 0; v < ep->attr.num_vnis; v++)
+		if ((rc = nic_pte_map(ep->lni, ep->rx_ptn, ep->attr.vnis[v], ep->pid, SW_PTL_IDX_RNR_RXQ)))
+			return rc;
+	sw_setstate(ep, ep->rx_ptn, C_PTLTE_ENABLED, NIC_IGNORE_DROPS);
+	ep->msg_offload = true;
+	ep->state = RXC_ENABLED;
+	return 0;
+}
+
+static void append_retry(struct sim *sim, void *obj, uint64_t arg)
+{
+	(void)sim;
+	(void)arg;
+	sw_rxc_replay(obj);
+}
+
+/* An RNR receive could not get an LE: post it again a little later. */
+void sw_rnr_append_retry(struct sw_ep *ep)
+{
+	if (!sim_timer_pending(&ep->rnr_append_timer))
+		ep->rnr_append_timer = sim_timer_start(ep->sim, SIM_US(10), append_retry, ep, 0);
+}
+
+int sw_rnr_send(struct sw_ep *ep, struct sw_req *r)
+{
+	r->max_rnr_time = sim_now(ep->sim) + SIM_US(ep->rnr_max_us);
+	sw_req_list_push(&ep->msg_queue, r);
+	if (sw_txc_emit_send(ep, r)) {
+		sw_req_list_remove(&ep->msg_queue, r);
+		return -FI_EAGAIN;
+	}
+	return 0;
+}
+
+static void rnr_retry(struct sim *sim, void *obj, uint64_t arg)
+{
+	struct sw_req *r = obj;
+	struct sw_ep *ep = r->ep;
+	(void)sim;
+	(void)arg;
+	sw_req_list_remove(&ep->rnr_wait, r);
+	sw_req_list_push(&ep->msg_queue, r);
+	ep->tx_outstanding++;
+	ep->st.total_retries++;
+	(*ep->c_retries)++;
+	if (sw_txc_emit_send(ep, r))
+		sw_fatal(ep, "TX command queue full on an RNR retry\n");
+}
+
+void sw_rnr_ack(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)
+{
+	if (ev->rc != C_RC_ENTRY_NOT_FOUND) {
+		sw_txc_report_send(ep, r, ev->rc);
+		return;
+	}
+	ep->st.total_rnr_nacks++;
+	(*ep->c_rnr_nacks)++;
+	simtime_t now = sim_now(ep->sim);
+	uint64_t i = r->retries < RNR_WAIT_STEPS ? r->retries : RNR_WAIT_STEPS - 1;
+	simtime_t retry = now + SIM_US(1 + i * i * i * 10);
+	if (retry > r->max_rnr_time) {
+		sw_txc_report_send(ep, r, C_RC_ENTRY_NOT_FOUND);
+		return;
+	}
+	r->retries++;
+	r->retry_time = retry;
+	/* The TX credit is released while the send waits. */
+	sw_req_list_remove(&ep->msg_queue, r);
+	sw_req_list_push(&ep->rnr_wait, r);
+	if (ep->tx_outstanding)
+		ep->tx_outstanding--;
+	r->rnr_timer = sim_timer_start(ep->sim, retry - now, rnr_retry, r, 0);
+}
+
+void sw_rnr_fini(struct sw_ep *ep)
+{
+	sim_timer_cancel(ep->sim, &ep->rnr_append_timer);
+}

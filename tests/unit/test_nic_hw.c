@@ -1,0 +1,414 @@
+/* Hardware-level behaviour of the NIC model, driven through the command interface only. */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+
+#include "nic_testlib.h"
+
+struct hwep {
+	struct nic *nic;
+	struct nic_lni *lni;
+	uint32_t eqn, ptn;
+	struct nic_cmdq *txq, *tgq;
+};
+
+static void hwep_open(struct hwep *e, struct sim *sim, uint32_t addr, uint16_t vni, uint32_t pid,
+		      const struct nic_pte_opts *o, uint32_t eq_slots)
+{
+	e->nic = nic_get(sim, addr);
+	cr_assert_not_null(e->nic);
+	cr_assert_eq(nic_lni_alloc(e->nic, NIC_SVC_DEFAULT, &nic_mem_host, NULL, &e->lni), 0);
+	struct nic_eq_attr ea = { .slots = eq_slots, .reserved_fc = 1 };
+	cr_assert_eq(nic_eq_alloc(e->lni, &ea, &e->eqn), 0);
+	cr_assert_eq(nic_pte_alloc(e->lni, e->eqn, o, &e->ptn), 0);
+	cr_assert_eq(nic_pte_map(e->lni, e->ptn, vni, pid, 0), 0);
+	struct nic_cmdq_attr qa = { .target = false, .slots = 256, .eqn = e->eqn };
+	cr_assert_eq(nic_cmdq_alloc(e->lni, &qa, &e->txq), 0);
+	qa.target = true;
+	cr_assert_eq(nic_cmdq_alloc(e->lni, &qa, &e->tgq), 0);
+}
+
+static void tgt(struct hwep *e, uint8_t op, struct nic_tgt_cmd c)
+{
+	struct nic_cmd cmd = { .op = op };
+	c.ptn = e->ptn;
+	cmd.tgt = c;
+	cr_assert_eq(nic_cmdq_emit(e->tgq, &cmd), 0);
+	nic_cmdq_ring(e->tgq);
+}
+
+static void put(struct hwep *e, uint32_t dst, uint16_t vni, const void *buf, uint32_t len, uint64_t mb)
+{
+	struct nic_cmd cmd = { .op = NIC_CMD_PUT };
+	cmd.dma = (struct nic_dma_cmd){ .dst_nic = dst, .dst_pid = 3, .index = 0, .vni = vni,
+					.local_addr = (uint64_t)(uintptr_t)buf, .length = len, .match_bits = mb,
+					.eqn = NIC_NONE, .ctn = NIC_NONE, .src_pid = 4, .user_ptr = 0x77 };
+	cr_assert_eq(nic_cmdq_emit(e->txq, &cmd), 0);
+	nic_cmdq_ring(e->txq);
+}
+
+static int drain(struct hwep *e, struct nic_event *out, int max)
+{
+	int n = 0;
+	const struct nic_event *ev;
+	while ((ev = nic_eq_peek(e->nic, e->eqn))) {
+		if (n < max)
+			out[n] = *ev;
+		n++;
+		nic_eq_next(e->nic, e->eqn);
+	}
+	nic_eq_ack(e->nic, e->eqn);
+	return n;
+}
+
+static int count_type(const struct nic_event *ev, int n, uint8_t type)
+{
+	int c = 0;
+	for (int i = 0; i < n; i++)
+		c += ev[i].type == type;
+	return c;
+}
+
+static const struct nic_event *find_type(const struct nic_event *ev, int n, uint8_t type)
+{
+	for (int i = 0; i < n; i++)
+		if (ev[i].type == type)
+			return &ev[i];
+	return NULL;
+}
+
+Test(nic_hw, put_matches_priority_and_carries_bytes)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep a, b;
+	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 64);
+	char src[100], dst[128];
+	for (int i = 0; i < 100; i++)
+		src[i] = (char)i;
+	memset(dst, 0xee, sizeof(dst));
+	tgt(&b, NIC_CMD_TGT_APPEND,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .buffer_id = 9, .le_flags = C_LE_OP_PUT | C_LE_USE_ONCE,
+				  .ctn = NIC_NONE, .start = (uint64_t)(uintptr_t)dst, .length = 120,
+				  .match_id = C_MATCH_ID_ANY, .match_bits = 42, .user_ptr = 0xabc });
+	sim_run(t.sim);
+	struct nic_pte_status st;
+	cr_assert_eq(nic_pte_status(b.nic, b.ptn, &st), 0);
+	cr_assert_eq(st.le_count[C_PTL_LIST_PRIORITY], 1);
+	/* Enable and send. */
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
+	sim_run(t.sim);
+	put(&a, 1, 10, src, 100, 42);
+	sim_run(t.sim);
+	cr_assert_eq(memcmp(src, dst, 100), 0);
+	cr_assert_eq((unsigned char)dst[100], 0xee);
+	struct nic_event ev[16];
+	int n = drain(&b, ev, 16);
+	const struct nic_event *p = find_type(ev, n, C_EVENT_PUT);
+	cr_assert_not_null(p);
+	cr_assert_eq(p->rc, C_RC_OK);
+	cr_assert_eq(p->mlength, 100);
+	cr_assert_eq(p->buffer_id, 9);
+	cr_assert_eq(p->user_ptr, 0xabc);
+	cr_assert_eq(p->initiator, C_MATCH_ID(0, 4));
+	cr_assert(p->flags & NIC_EVF_AUTO_UNLINKED);
+	n = drain(&a, ev, 16);
+	const struct nic_event *ack = find_type(ev, n, C_EVENT_ACK);
+	cr_assert_not_null(ack);
+	cr_assert_eq(ack->rc, C_RC_OK);
+	cr_assert_eq(ack->ptl_list, C_PTL_LIST_PRIORITY);
+	cr_assert_eq(ack->user_ptr, 0x77);
+	cr_assert_eq(count_type(ev, n, C_EVENT_SEND), 1);
+	cr_assert_eq(nic_pte_status(b.nic, b.ptn, &st), 0);
+	cr_assert_eq(st.le_count[C_PTL_LIST_PRIORITY], 0);
+	struct nic_le_pool_status ps;
+	nic_le_pool_status(b.nic, st.le_pool, &ps);
+	cr_assert_eq(ps.used, 0);
+	cr_assert_eq(ps.high_water, 1);
+	tsim_free(&t);
+}
+
+Test(nic_hw, unexpected_lands_in_overflow_then_put_overflow_on_append)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true, .en_flowctrl = true };
+	struct hwep a, b;
+	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 64);
+	static char oflow[4096], src[64], dst[64];
+	memset(src, 0x5a, sizeof(src));
+	tgt(&b, NIC_CMD_TGT_APPEND,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_OVERFLOW, .buffer_id = 1,
+				  .le_flags = C_LE_OP_PUT | C_LE_MANAGE_LOCAL | C_LE_NO_TRUNCATE, .ctn = NIC_NONE,
+				  .start = (uint64_t)(uintptr_t)oflow, .length = sizeof(oflow), .min_free = 128,
+				  .match_id = C_MATCH_ID_ANY, .ignore_bits = ~0ULL });
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
+	sim_run(t.sim);
+	put(&a, 1, 10, src, 64, 7);
+	sim_run(t.sim);
+	cr_assert_eq(memcmp(oflow, src, 64), 0);
+	struct nic_event ev[16];
+	int n = drain(&b, ev, 16);
+	const struct nic_event *p = find_type(ev, n, C_EVENT_PUT);
+	cr_assert_not_null(p);
+	cr_assert_eq(p->ptl_list, C_PTL_LIST_OVERFLOW);
+	cr_assert_eq(p->start, (uint64_t)(uintptr_t)oflow);
+	struct nic_pte_status st;
+	nic_pte_status(b.nic, b.ptn, &st);
+	cr_assert_eq(st.ule_count, 1);
+	/* A matching append consumes the header instead of linking. */
+	tgt(&b, NIC_CMD_TGT_APPEND,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .buffer_id = 5, .le_flags = C_LE_OP_PUT | C_LE_USE_ONCE,
+				  .ctn = NIC_NONE, .start = (uint64_t)(uintptr_t)dst, .length = 64,
+				  .match_id = C_MATCH_ID_ANY, .match_bits = 7 });
+	sim_run(t.sim);
+	n = drain(&b, ev, 16);
+	p = find_type(ev, n, C_EVENT_PUT_OVERFLOW);
+	cr_assert_not_null(p);
+	cr_assert_eq(p->buffer_id, 5);
+	cr_assert_eq(p->start, (uint64_t)(uintptr_t)oflow);
+	cr_assert_eq(p->mlength, 64);
+	cr_assert_eq(p->rlength, 64);
+	nic_pte_status(b.nic, b.ptn, &st);
+	cr_assert_eq(st.ule_count, 0);
+	cr_assert_eq(st.le_count[C_PTL_LIST_PRIORITY], 0);
+	tsim_free(&t);
+}
+
+Test(nic_hw, vni_mismatch_is_refused_and_nothing_delivered)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep a, b;
+	hwep_open(&a, t.sim, 0, 5, 4, &o, 64);
+	hwep_open(&b, t.sim, 1, 7, 3, &o, 64);
+	char src[8] = "abcdefg", dst[8] = { 0 };
+	tgt(&b, NIC_CMD_TGT_APPEND,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .le_flags = C_LE_OP_PUT, .ctn = NIC_NONE,
+				  .start = (uint64_t)(uintptr_t)dst, .length = 8, .match_id = C_MATCH_ID_ANY,
+				  .ignore_bits = ~0ULL });
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
+	sim_run(t.sim);
+	struct nic_event ev[16];
+	drain(&b, ev, 16);
+	put(&a, 1, 5, src, 8, 0);
+	sim_run(t.sim);
+	int n = drain(&a, ev, 16);
+	const struct nic_event *ack = find_type(ev, n, C_EVENT_ACK);
+	cr_assert_not_null(ack);
+	cr_assert_eq(ack->rc, C_RC_VNI_NOT_FOUND);
+	cr_assert_eq(drain(&b, ev, 16), 0);
+	cr_assert_eq(dst[0], 0);
+	cr_assert_eq(tctr(&t, "nic.1.sim.vni_not_found"), 1);
+	tsim_free(&t);
+}
+
+Test(nic_hw, le_pool_max_alloc_limits_appends)
+{
+	struct tsim t = tsim_new("{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 2},"
+				 " \"nic\": {\"le_pools\": [{\"pool\": 0, \"max_alloc\": 10}]}}",
+				 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep b;
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 64);
+	static char buf[64];
+	for (int i = 0; i < 12; i++)
+		tgt(&b, NIC_CMD_TGT_APPEND,
+		    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .buffer_id = (uint16_t)i, .le_flags = C_LE_OP_PUT,
+					  .ctn = NIC_NONE, .start = (uint64_t)(uintptr_t)buf, .length = 64,
+					  .match_id = C_MATCH_ID_ANY, .match_bits = (uint64_t)i });
+	sim_run(t.sim);
+	struct nic_event ev[32];
+	int n = drain(&b, ev, 32);
+	int ok = 0, nospace = 0;
+	for (int i = 0; i < n; i++) {
+		if (ev[i].type != C_EVENT_LINK)
+			continue;
+		ok += ev[i].rc == C_RC_OK;
+		nospace += ev[i].rc == C_RC_NO_SPACE;
+		if (ev[i].rc == C_RC_NO_SPACE)
+			cr_assert_geq(ev[i].buffer_id, 10);
+	}
+	cr_assert_eq(ok, 10);
+	cr_assert_eq(nospace, 2);
+	struct nic_pte_status st;
+	nic_pte_status(b.nic, b.ptn, &st);
+	struct nic_le_pool_status ps;
+	nic_le_pool_status(b.nic, st.le_pool, &ps);
+	cr_assert_eq(ps.used, 10);
+	cr_assert_eq(ps.max_alloc, 10);
+	cr_assert_eq(ps.alloc_fail, 2);
+	cr_assert_eq(tctr(&t, "nic.1.C_CNTR_LPE_ERR_NO_SPACE_APPEND"), 2);
+	tsim_free(&t);
+}
+
+Test(nic_hw, flow_control_no_overflow_disables_and_counts_drops)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true, .en_flowctrl = true };
+	struct hwep a, b;
+	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 64);
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
+	sim_run(t.sim);
+	struct nic_event ev[32];
+	drain(&b, ev, 32);
+	char src[8] = { 0 };
+	for (int i = 0; i < 3; i++)
+		put(&a, 1, 10, src, 8, 1);
+	sim_run(t.sim);
+	int n = drain(&b, ev, 32);
+	cr_assert_eq(count_type(ev, n, C_EVENT_STATE_CHANGE), 1);
+	const struct nic_event *sc = find_type(ev, n, C_EVENT_STATE_CHANGE);
+	cr_assert_eq(sc->sc.state, C_PTLTE_DISABLED);
+	cr_assert_eq(sc->sc.reason, C_SC_FC_NO_MATCH);
+	cr_assert(sc->flags & NIC_EVF_SC_NIC_AUTO);
+	n = drain(&a, ev, 32);
+	cr_assert_eq(count_type(ev, n, C_EVENT_ACK), 3);
+	for (int i = 0; i < n; i++)
+		if (ev[i].type == C_EVENT_ACK)
+			cr_assert_eq(ev[i].rc, C_RC_PT_DISABLED);
+	struct nic_pte_status st;
+	nic_pte_status(b.nic, b.ptn, &st);
+	cr_assert_eq(st.drop_count, 3);
+	/* Re-enable with the wrong drop count fails; with the right one succeeds and resets it. */
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = 2 });
+	sim_run(t.sim);
+	n = drain(&b, ev, 32);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ev[0].rc, C_RC_NO_MATCH);
+	cr_assert_eq(ev[0].sc.state, C_PTLTE_DISABLED);
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = 3 });
+	sim_run(t.sim);
+	n = drain(&b, ev, 32);
+	cr_assert_eq(ev[0].rc, C_RC_OK);
+	cr_assert_eq(ev[0].sc.state, C_PTLTE_ENABLED);
+	nic_pte_status(b.nic, b.ptn, &st);
+	cr_assert_eq(st.drop_count, 0);
+	tsim_free(&t);
+}
+
+Test(nic_hw, eq_overflow_drops_events_without_flow_control)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep b;
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 4);
+	static char buf[64];
+	for (int i = 0; i < 6; i++)
+		tgt(&b, NIC_CMD_TGT_APPEND,
+		    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .le_flags = C_LE_OP_PUT, .ctn = NIC_NONE,
+					  .start = (uint64_t)(uintptr_t)buf, .length = 64, .match_id = C_MATCH_ID_ANY });
+	sim_run(t.sim);
+	struct nic_eq_status es;
+	nic_eq_status(b.nic, b.eqn, &es);
+	/* 4 slots, 1 reserved for flow-control state changes: 3 LINK events fit, 3 are dropped. */
+	cr_assert_eq(es.used, 3);
+	cr_assert_eq(es.dropped, 3);
+	cr_assert_eq(tctr(&t, "nic.1.C_CNTR_EE_EVENTS_DROPPED_ORDINARY_CNTR_0"), 3);
+	tsim_free(&t);
+}
+
+static void ct_notify(void *ctx, struct nic *nic, uint32_t ctn)
+{
+	(void)nic;
+	(void)ctn;
+	(*(int *)ctx)++;
+}
+
+Test(nic_hw, counting_events_count_matches_acks_and_commands)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep a, b;
+	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 64);
+	uint32_t ct_b, ct_a;
+	int notes = 0;
+	cr_assert_eq(nic_ct_alloc(b.lni, ct_notify, &notes, &ct_b), 0);
+	cr_assert_eq(nic_ct_alloc(a.lni, NULL, NULL, &ct_a), 0);
+	static char dst[256], src[100];
+	tgt(&b, NIC_CMD_TGT_APPEND,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .le_flags = C_LE_OP_PUT | C_LE_EVENT_CT_COMM,
+				  .ctn = ct_b, .start = (uint64_t)(uintptr_t)dst, .length = 256,
+				  .match_id = C_MATCH_ID_ANY, .ignore_bits = ~0ULL });
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
+	sim_run(t.sim);
+	for (int i = 0; i < 3; i++) {
+		struct nic_cmd cmd = { .op = NIC_CMD_PUT };
+		cmd.dma = (struct nic_dma_cmd){ .dst_nic = 1, .dst_pid = 3, .vni = 10, .length = 100,
+						.local_addr = (uint64_t)(uintptr_t)src, .eqn = NIC_NONE, .ctn = ct_a,
+						.flags = NIC_DMA_EVENT_CT_ACK | NIC_DMA_EVENT_CT_BYTES, .src_pid = 4 };
+		cr_assert_eq(nic_cmdq_emit(a.txq, &cmd), 0);
+	}
+	nic_cmdq_ring(a.txq);
+	sim_run(t.sim);
+	uint64_t succ;
+	uint32_t fail;
+	cr_assert_eq(nic_ct_read(b.nic, ct_b, &succ, &fail), 0);
+	cr_assert_eq(succ, 3);
+	cr_assert_eq(fail, 0);
+	cr_assert_eq(notes, 3);
+	cr_assert_eq(nic_ct_read(a.nic, ct_a, &succ, &fail), 0);
+	cr_assert_eq(succ, 300, "CT_BYTES counts acknowledged bytes");
+	struct nic_cmd inc = { .op = NIC_CMD_CT_INC };
+	inc.ct = (struct nic_ct_cmd){ .ctn = ct_a, .success = 5, .failure = 1 };
+	cr_assert_eq(nic_cmdq_emit(a.txq, &inc), 0);
+	nic_cmdq_ring(a.txq);
+	sim_run(t.sim);
+	nic_ct_read(a.nic, ct_a, &succ, &fail);
+	cr_assert_eq(succ, 305);
+	cr_assert_eq(fail, 1);
+	/* A target command on a queue of the wrong kind is refused at emit. */
+	cr_assert_eq(nic_cmdq_emit(b.txq, &(struct nic_cmd){ .op = NIC_CMD_TGT_UNLINK }), -EINVAL);
+	cr_assert_eq(nic_cmdq_emit(a.txq, &(struct nic_cmd){ .op = NIC_CMD_IDC_PUT, .dma = { .length = 193 } }), -EINVAL);
+	tsim_free(&t);
+}
+
+Test(nic_hw, search_and_delete_reports_headers_then_no_match)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep a, b;
+	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 64);
+	static char oflow[8192], src[32];
+	tgt(&b, NIC_CMD_TGT_APPEND,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_OVERFLOW, .le_flags = C_LE_OP_PUT | C_LE_MANAGE_LOCAL, .ctn = NIC_NONE,
+				  .start = (uint64_t)(uintptr_t)oflow, .length = sizeof(oflow), .min_free = 64,
+				  .match_id = C_MATCH_ID_ANY, .ignore_bits = ~0ULL });
+	tgt(&b, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
+	sim_run(t.sim);
+	for (uint64_t i = 0; i < 3; i++)
+		put(&a, 1, 10, src, 32, 100 + i);
+	sim_run(t.sim);
+	struct nic_event ev[16];
+	drain(&b, ev, 16);
+	tgt(&b, NIC_CMD_TGT_SEARCH, (struct nic_tgt_cmd){ .list = C_PTL_LIST_UNEXPECTED, .match_bits = 101,
+							  .match_id = C_MATCH_ID_ANY, .le_flags = C_LE_USE_ONCE,
+							  .buffer_id = 77 });
+	sim_run(t.sim);
+	int n = drain(&b, ev, 16);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ev[0].type, C_EVENT_SEARCH);
+	cr_assert_eq(ev[0].rc, C_RC_OK);
+	cr_assert_eq(ev[0].match_bits, 101);
+	cr_assert_eq(ev[0].buffer_id, 77);
+	tgt(&b, NIC_CMD_TGT_SEARCH_AND_DELETE,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_UNEXPECTED, .ignore_bits = ~0ULL, .match_id = C_MATCH_ID_ANY });
+	sim_run(t.sim);
+	n = drain(&b, ev, 16);
+	cr_assert_eq(n, 4);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(ev[i].type, C_EVENT_PUT_OVERFLOW);
+		cr_assert_eq(ev[i].match_bits, 100 + (uint64_t)i, "oldest first");
+		cr_assert_eq(ev[i].start, (uint64_t)(uintptr_t)oflow + 32 * (uint64_t)i);
+	}
+	cr_assert_eq(ev[3].type, C_EVENT_SEARCH);
+	cr_assert_eq(ev[3].rc, C_RC_NO_MATCH);
+	struct nic_pte_status st;
+	nic_pte_status(b.nic, b.ptn, &st);
+	cr_assert_eq(st.ule_count, 0);
+	tsim_free(&t);
+}
