@@ -151,10 +151,12 @@ static inline bool chain_add(struct evq *q, struct evq_chain *c, const struct ev
 	if (was_empty) {
 		b = c->head = c->tail = blk_get(q);
 		c->n = 0;
+		c->nblk = 1;
 	} else if (c->n == EVQ_BLK) {
 		b = b->next = blk_get(q);
 		c->tail = b;
 		c->n = 0;
+		c->nblk++;
 	}
 	evq_blk_put_entry_(c, e);
 	return was_empty;
@@ -175,7 +177,7 @@ static void chain_move(struct evq *q, struct evq_chain *dst, struct evq_chain *s
 			chain_add(q, dst, &b->e[k]);
 		blk_put(q, b);
 	}
-	*src = (struct evq_chain){ NULL, NULL, 0 };
+	*src = (struct evq_chain){ NULL, NULL, 0, 0 };
 }
 
 /* File e at level >= 1; x = e->time ^ cur >= EVQ_SLOTS (I2). */
@@ -193,7 +195,7 @@ static inline void level_add(struct evq *q, uint64_t x, const struct evq_entry *
 static struct evq_chain level_take(struct evq *q, unsigned l, unsigned s)
 {
 	struct evq_chain c = q->slot[l - 1][s];
-	q->slot[l - 1][s] = (struct evq_chain){ NULL, NULL, 0 };
+	q->slot[l - 1][s] = (struct evq_chain){ NULL, NULL, 0, 0 };
 	bit_clear(&q->bits[l - 1], s);
 	if (!q->bits[l - 1].sum)
 		q->level_mask &= ~(1u << l);
@@ -340,11 +342,44 @@ static inline void cascade_small(struct evq *q, struct evq_chain *c)
 	blk_put(q, c->head);
 }
 
+/* Cascade of a dense level-1 slot (at least half as many events as the digit has values): one counting
+ * sort over the whole lowest digit, straight from the chain into the run. */
+static void cascade_to_run_1pass(struct evq *q, struct evq_chain *c, uint32_t total)
+{
+	uint32_t *pos = q->cnt;
+	memset(pos, 0, sizeof(q->cnt));
+	for (struct evq_blk *b = c->head; b; b = b->next)
+		for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++) {
+			prefetch_next(b, k);
+			pos[b->e[k].time & (EVQ_SLOTS - 1)]++;
+		}
+	for (uint32_t d = 0, sum = 0; d < EVQ_SLOTS; d++) {
+		uint32_t t = pos[d];
+		pos[d] = sum;
+		sum += t;
+	}
+	run_reserve(q, total);
+	for (struct evq_blk *b = c->head, *nx; b; b = nx) {
+		nx = b->next;
+		for (uint32_t k = 0, n = chain_blk_n(c, b); k < n; k++)
+			q->run[pos[b->e[k].time & (EVQ_SLOTS - 1)]++] = b->e[k];
+		blk_put(q, b);
+	}
+	q->run_tail = total;
+	if (q->seq_disorder)
+		sort_insertion(q->run, total, true);
+}
+
 /* Cascade of a larger level-1 slot: relative to the new cur every entry is in level 0 (they share digits
  * >= 1), so the chain is sorted straight into the run (empty on entry): count, scatter from the chain to
  * tmp, scatter to the run. */
 static void cascade_to_run(struct evq *q, struct evq_chain *c)
 {
+	uint32_t total = (c->nblk - 1) * EVQ_BLK + c->n;
+	if (total >= EVQ_SLOTS / 2) {
+		cascade_to_run_1pass(q, c, total);
+		return;
+	}
 	struct evq_hist h = { { 0 }, { 0 } };
 	uint32_t n0 = 0;
 	for (struct evq_blk *b = c->head; b; b = b->next)
@@ -495,7 +530,7 @@ static void rollback(struct evq *q, uint64_t to)
 {
 	unsigned d = (unsigned)(63 - __builtin_clzll(to ^ q->cur)) / EVQ_BITS;
 	if (d > 0) {
-		struct evq_chain c = { NULL, NULL, 0 };
+		struct evq_chain c = { NULL, NULL, 0, 0 };
 		for (uint32_t k = q->run_head; k < q->run_tail; k++)
 			chain_add(q, &c, &q->run[k]);
 		q->run_head = q->run_tail = 0;
@@ -598,6 +633,7 @@ void evq_push_first_(struct evq *q, struct evq_chain *c, unsigned l, unsigned s,
 	struct evq_blk *b = c->head = c->tail = blk_get(q);
 	b->e[0] = *e;
 	c->n = 1;
+	c->nblk = 1;
 	bit_set(&q->bits[l - 1], s);
 	q->level_mask |= 1u << l;
 	q->seq_next = e->seq + 1;

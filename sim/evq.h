@@ -75,6 +75,7 @@ struct evq_chunk; /* allocation unit of blocks (evq.c) */
 struct evq_chain {
 	struct evq_blk *head, *tail;
 	uint32_t n;
+	uint32_t nblk; /* blocks in the chain */
 };
 
 /* Head and tail node of one late list (exact time), as arena indices. */
@@ -103,9 +104,10 @@ struct evq {
 	struct evq_blk *blk_free;
 	struct evq_chunk *chunks;
 	size_t nchunks;
-	/* Radix-sort buffer for the run. */
+	/* Radix-sort buffer for the run, and counters of a one-pass sort. */
 	struct evq_entry *tmp;
 	uint32_t tmp_cap;
+	uint32_t cnt[EVQ_SLOTS];
 	/* Sequence numbers seen out of push order at least once: the run sort then also orders by seq. */
 	bool seq_disorder, pushed;
 	uint64_t seq_next; /* last pushed seq + 1 */
