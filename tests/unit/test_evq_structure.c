@@ -422,3 +422,25 @@ Test(evq_structure, dense_hold_and_single_event_refills)
 	}
 	h_fini(&h);
 }
+
+/* The daemon's pattern: ask for the next event's time (a peek that may cascade far ahead), then schedule
+ * before it.  The earlier events must fire first. */
+Test(evq_structure, schedule_earlier_after_next_event_time)
+{
+	struct sim *sim = sim_create(1);
+	struct order o = { .n = 0 };
+	simtime_t next = 0;
+	sim_schedule_at(sim, SIM_US(1000), note, &o, 0);
+	cr_assert(sim_next_event_time(sim, &next));
+	cr_assert_eq(next, SIM_US(1000));
+	sim_schedule_at(sim, SIM_US(10), note, &o, 0);
+	sim_schedule_at(sim, SIM_NS(3), note, &o, 0);
+	cr_assert(sim_next_event_time(sim, &next));
+	cr_assert_eq(next, SIM_NS(3));
+	cr_assert_eq(sim_run(sim), SIM_STOP_QUIESCENT);
+	cr_assert_eq(o.n, 3);
+	cr_assert_eq(o.t[0], SIM_NS(3));
+	cr_assert_eq(o.t[1], SIM_US(10));
+	cr_assert_eq(o.t[2], SIM_US(1000));
+	sim_destroy(sim);
+}
