@@ -251,7 +251,26 @@ enum sim_stop_reason sim_run_until(struct sim *s, simtime_t until)
 		until = s->lim.time_limit;
 	if (until < s->now)
 		until = s->now;
-	return run_loop(s, until);
+	enum sim_stop_reason r = run_loop(s, until);
+	/* The daemon's clock follows the wall clock: an empty queue still means time passed. */
+	if (r == SIM_STOP_QUIESCENT && s->now < until)
+		s->now = until;
+	return r;
+}
+
+bool sim_next_event_time(struct sim *s, simtime_t *when)
+{
+	struct evq_entry e;
+	while (evq_peek(&s->q, &e)) {
+		if (!timer_cancelled(&e)) {
+			*when = e.time;
+			return true;
+		}
+		evq_pop(&s->q, &e);
+		pool_put(&s->timers, e.obj);
+		s->cancelled_in_queue--;
+	}
+	return false;
 }
 
 void sim_world_set(struct sim *s, const char *name, void *obj)

@@ -77,8 +77,12 @@ void sim_stop(struct sim *sim);
 
 /* Run until a stop condition.  May be called again to continue (e.g. with a larger limit). */
 enum sim_stop_reason sim_run(struct sim *sim);
-/* Run every event with time <= until (daemon use: advance virtual time to `until`). */
+/* Run every event with time <= until (daemon use: advance virtual time to `until`).  Afterwards now ==
+ * until, also when the queue ran empty (unless a stop condition ended the run earlier). */
 enum sim_stop_reason sim_run_until(struct sim *sim, simtime_t until);
+/* Time of the earliest pending (non-cancelled) event; false when none.  Lets an event loop that is driven
+ * from outside (the emulation daemon) sleep until the simulation next has work. */
+bool sim_next_event_time(struct sim *sim, simtime_t *when);
 
 /* Named singletons shared between models (e.g. "fabric" so NICs can find it at build time). */
 void sim_world_set(struct sim *sim, const char *name, void *obj);

@@ -56,6 +56,11 @@ static uint64_t hash(const char *s)
 	uint64_t h = 0xcbf29ce484222325ULL;
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	/* FNV's low bits depend only on the low bits of every step; the table indexes with low bits, so fold
+	 * the high half in (names that differ only in a NIC or endpoint number otherwise cluster). */
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 32;
 	return h;
 }
 

@@ -54,7 +54,9 @@ int nic_cmdq_alloc(struct nic_lni *lni, const struct nic_cmdq_attr *a, struct ni
 	q->live = true;
 	q->slots = a->slots;
 	q->eqn = a->eqn;
-	q->cap = a->slots;
+	/* The record ring grows on demand up to `slots` (as EQ rings do): endpoints size their queues for the
+	 * worst case, and 53,248 client endpoints with full-size rings would need ~30 GB. */
+	q->cap = a->slots < 16 ? a->slots : 16;
 	q->ring = xcalloc(q->cap, sizeof(*q->ring));
 	if (a->eqn != NIC_NONE)
 		nic_eq_lookup(nic, a->eqn)->refs++;
@@ -174,6 +176,18 @@ static int cmd_validate(const struct nic_cmdq *q, const struct nic_cmd *c, uint3
 	return 0;
 }
 
+static void cmdq_grow(struct nic_cmdq *q)
+{
+	uint32_t ncap = q->cap * 2 > q->slots ? q->slots : q->cap * 2;
+	struct cmdrec *nr = xcalloc(ncap, sizeof(*nr));
+	for (uint32_t i = 0; i < q->n; i++)
+		nr[i] = q->ring[(q->head + i) % q->cap];
+	free(q->ring);
+	q->ring = nr;
+	q->cap = ncap;
+	q->head = 0;
+}
+
 int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 {
 	if (!q || !q->live || !c)
@@ -182,6 +196,8 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 	int rc = cmd_validate(q, c, &need);
 	if (rc)
 		return rc;
+	if (q->n == q->cap && q->cap < q->slots)
+		cmdq_grow(q);
 	if (q->used + need > q->slots || q->n == q->cap) {
 		struct nic *nic = q->lni->nic;
 		(*nic->c.cmdq_full)++;

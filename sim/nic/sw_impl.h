@@ -119,6 +119,7 @@ struct sw_req {
 	uint64_t match_bits, ignore_bits;
 	uint32_t match_id;
 	bool tagged, multi, hw_offloaded, canceled, retired, queued;
+	bool completed;           /* done while its cancel's UNLINK is still in flight: freed by that event */
 	uint32_t children;        /* rendezvous messages in flight into this (multi-)receive */
 	struct sw_rmsg *rmsgs;
 	/* send */

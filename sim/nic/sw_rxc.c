@@ -75,7 +75,10 @@ static void recv_report(struct sw_ep *ep, struct sw_req *r, uint64_t buf, uint64
 	sw_complete(ep, &c);
 	if (final) {
 		sw_req_list_remove(&ep->posted, r);
-		recv_free(ep, r);
+		if (r->canceled && r->hw_offloaded)
+			r->completed = true; /* the cancel's UNLINK event still refers to r */
+		else
+			recv_free(ep, r);
 	}
 }
 
@@ -421,6 +424,10 @@ static void recv_event(struct sw_ep *ep, struct sw_req *r, const struct nic_even
 	case C_EVENT_UNLINK:
 		if (!r->canceled)
 			return;
+		if (r->completed) { /* the message won the race with the cancel */
+			recv_free(ep, r);
+			return;
+		}
 		sw_req_list_remove(&ep->posted, r);
 		{
 			struct sw_comp c = { 0 };

@@ -1,0 +1,127 @@
+"""`cxisim exec`: run any command over the simulated fabric (cxisimd + the libfabric provider "cxi")."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import REPO, InputError
+from . import scenario as scn
+
+HELP = "run a command over the simulated Slingshot fabric (e.g. fi_pingpong, mpirun)"
+DESCRIPTION = ("Start the emulation daemon cxisimd with SCENARIO (default scenarios/emulation.yaml.j2), "
+               "run CMD with the environment that makes libfabric load cxisim's provider \"cxi\" "
+               "(FI_PROVIDER_PATH, CXISIM_SOCKET), then stop the daemon.  Exits with CMD's status.  With "
+               "--out the daemon writes metrics.json, telemetry.csv, timeseries.csv and run.json there.")
+
+DEFAULT_SCENARIO = os.path.join(REPO, "scenarios", "emulation.yaml.j2")
+
+
+def add_arguments(p):
+    p.add_argument("--scenario", default=DEFAULT_SCENARIO, metavar="S",
+                   help="scenario template with fabric, nic and emulation sections "
+                        "(default: scenarios/emulation.yaml.j2)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a template variable or a dotted field (e.g. --set nodes=4); repeatable")
+    p.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the engine")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="directory for the daemon's outputs at exit (created)")
+    p.add_argument("--daemon-log", default=None, metavar="FILE",
+                   help="the daemon's stderr (default: discarded unless CXISIM_VERBOSE is set)")
+    p.add_argument("command", nargs="+", metavar="CMD", help="the command to run (put it after --)")
+
+
+def _build_dir():
+    return os.path.join(REPO, os.environ.get("CXISIM_BUILD", "build"))
+
+
+def _wait_socket(path, proc, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            s.connect(path)
+            return True
+        except OSError:
+            time.sleep(0.01)
+        finally:
+            s.close()
+    return False
+
+
+def exec_env(sock, build):
+    env = dict(os.environ)
+    provdir = os.path.join(build, "provider")
+    old = env.get("FI_PROVIDER_PATH")
+    env["FI_PROVIDER_PATH"] = provdir + (":" + old if old else "")
+    env["CXISIM_SOCKET"] = sock
+    env["CXISIM_DAEMON"] = os.path.join(build, "bin", "cxisimd")
+    env["CXISIM_NO_AUTOSTART"] = "1"  # the command uses this daemon, never a private one
+    return env
+
+
+def main(args):
+    build = _build_dir()
+    daemon = os.path.join(build, "bin", "cxisimd")
+    if not os.access(daemon, os.X_OK):
+        raise RuntimeError(f"daemon binary {daemon} not found: run `make` first")
+    sets = scn.parse_sets(args.sets)
+    doc = scn.render(args.scenario, sets)
+    cfg = scn.resolved(doc, args.seed)
+    tmp = tempfile.mkdtemp(prefix="cxisim-exec-")
+    sock = os.path.join(tmp, "cxisimd.sock")
+    proc = None
+    try:
+        cfg_path = os.path.join(tmp, "scenario.json")
+        with open(cfg_path, "w", encoding="utf-8") as f:
+            scn.dump_json(cfg, f)
+        cmd = [daemon, "--socket", sock, "--config", cfg_path, "--source", args.scenario]
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            cmd += ["--out", args.out]
+        verbose = bool(os.environ.get("CXISIM_VERBOSE"))
+        log_path = args.daemon_log or os.path.join(tmp, "cxisimd.log")
+        if not verbose and not args.daemon_log:
+            cmd.append("--quiet")
+        with open(log_path, "a") as log:
+            proc = subprocess.Popen(cmd, stderr=None if verbose else log)
+        if not _wait_socket(sock, proc):
+            with open(log_path) as f:
+                err = f.read()
+            if proc.poll() == 2:  # config error: the daemon printed file, field and problem
+                sys.stderr.write(err)
+                raise InputError("")
+            raise RuntimeError(f"cxisimd did not start: {err.strip()}")
+        try:
+            rc = subprocess.call(args.command, env=exec_env(sock, build))
+        except FileNotFoundError:
+            raise InputError(f"cxisim exec: {args.command[0]}: command not found")
+        rc = rc if rc >= 0 else 128 - rc
+        drc = _stop(proc)
+        if drc != 0:
+            # The emulation itself failed (e.g. a sanitizer report at exit): say so, fail the run.
+            with open(log_path) as f:
+                sys.stderr.write(f.read()[-4000:])
+            sys.stderr.write(f"cxisim exec: cxisimd exited with status {drc}\n")
+            return rc or 1
+        return rc
+    finally:
+        if proc and proc.poll() is None:
+            _stop(proc)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode

@@ -1,0 +1,192 @@
+"""Sweeps: a scenario's parameter lists expanded into points, run in parallel or emitted as a Slurm array.
+
+A scenario declares its sweep in the reserved top-level `sweep:` mapping (stripped before the engine sees
+the config).  Each key is a template variable or a dotted field of the rendered scenario, exactly as for
+`--set`; each value is a list.  The points are the cartesian product, in the order the keys are written
+(the last key varies fastest).  `--vary key=v1,v2` on the command line replaces or adds a list.
+"""
+import concurrent.futures
+import itertools
+import json
+import os
+import re
+import shlex
+import sys
+import time
+
+import yaml
+
+from . import InputError, REPO
+from . import run as runmod
+from . import scenario as scn
+
+
+def parse_vary(items):
+    """['clients=104,208', 'strategy=[a, b]'] -> {'clients': [104, 208], 'strategy': ['a', 'b']}."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise InputError(f"--vary '{item}': expected key=v1,v2,...")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if not key or any(not p for p in key.split(".")):
+            raise InputError(f"--vary '{item}': empty field name")
+        raw = raw.strip()
+        try:
+            values = yaml.safe_load(raw) if raw.startswith("[") else [yaml.safe_load(v) for v in raw.split(",")]
+        except yaml.YAMLError as e:
+            raise InputError(f"--vary '{item}': values are not YAML scalars: {e}") from None
+        if not isinstance(values, list) or not values:
+            raise InputError(f"--vary '{item}': expected a non-empty list")
+        out[key] = values
+    return out
+
+
+def sweep_lists(path, doc, vary):
+    """The sweep's {key: [values]} from the rendered doc's `sweep:` and the --vary overrides."""
+    lists = {}
+    raw = doc.get("sweep")
+    if raw is not None:
+        if not isinstance(raw, dict):
+            raise InputError(f"{path}: field 'sweep': expected a mapping of parameter lists")
+        for key, values in raw.items():
+            if not isinstance(values, list) or not values:
+                raise InputError(f"{path}: field 'sweep.{key}': expected a non-empty list")
+            for v in values:
+                if isinstance(v, (dict, list)):
+                    raise InputError(f"{path}: field 'sweep.{key}': values must be scalars")
+            lists[str(key)] = values
+    lists.update(vary)
+    return lists
+
+
+def expand(lists):
+    """Cartesian product as a list of ordered dicts."""
+    keys = list(lists)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(lists[k] for k in keys))]
+
+
+def point_name(point):
+    if not point:
+        return "base"
+    name = "_".join(f"{k.split('.')[-1]}={v}" for k, v in point.items())
+    return re.sub(r"[^A-Za-z0-9_.=+-]", "-", name)
+
+
+class Sweep:
+    """A rendered sweep: the template, the fixed --set values, and its points."""
+
+    def __init__(self, template, sets=None, vary=None, seed=None, out="out"):
+        self.template = template
+        self.sets = dict(sets or {})
+        self.seed = seed
+        self.out = out
+        doc = scn.render(template, self.sets)
+        self.name = scn.scenario_name(template, doc)
+        self.lists = sweep_lists(template, doc, dict(vary or {}))
+        for key in self.lists:
+            if key in self.sets:
+                raise InputError(f"{template}: '{key}' is both swept and fixed with --set")
+        self.points = expand(self.lists)
+        # Render every point now, so a bad value fails before anything runs (exit 2, nothing written).
+        self.docs = [scn.render(template, {**self.sets, **p}) for p in self.points]
+        names = [point_name(p) for p in self.points]
+        if len(set(names)) != len(names):
+            raise InputError(f"{template}: sweep points are not distinct: {names}")
+        self.run_names = names
+
+    @property
+    def dir(self):
+        return os.path.join(self.out, self.name)
+
+    def index(self, results=None):
+        pts = []
+        for i, p in enumerate(self.points):
+            e = {"params": p, "run": self.run_names[i]}
+            if results and results[i] is not None:
+                e["wall_time_s"] = round(results[i], 3)
+            pts.append(e)
+        return {"scenario": self.name, "template": os.path.abspath(self.template), "sets": self.sets,
+                "seed": self.seed, "sweep": self.lists, "points": pts}
+
+    def write_index(self, results=None):
+        os.makedirs(self.dir, exist_ok=True)
+        path = os.path.join(self.dir, "sweep.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(self.index(results), f, indent=2)
+            f.write("\n")
+        os.replace(path + ".tmp", path)
+        return path
+
+    def run(self, jobs=None, log=sys.stderr):
+        """Run every point, `jobs` at a time; returns the run directories in point order."""
+        jobs = max(1, jobs or os.cpu_count() or 1)
+        n = len(self.points)
+        dirs, walls = [None] * n, [None] * n
+
+        def one(i):
+            t0 = time.monotonic()
+            d = runmod.run_scenario(self.template, {**self.sets, **self.points[i]}, seed=self.seed, out=self.out,
+                                    run_name=self.run_names[i], quiet=True, doc=self.docs[i])
+            return i, d, time.monotonic() - t0
+
+        done = 0
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+            futs = [ex.submit(one, i) for i in range(n)]
+            try:
+                for fut in concurrent.futures.as_completed(futs):
+                    i, d, wall = fut.result()
+                    dirs[i], walls[i] = d, wall
+                    done += 1
+                    if log:
+                        print(f"[{done}/{n}] {self.run_names[i]}  {wall:.1f} s", file=log, flush=True)
+            except BaseException:
+                for f in futs:
+                    f.cancel()
+                raise
+        self.write_index(walls)
+        return dirs
+
+    def slurm_script(self, path, python="/usr/bin/python3", max_parallel=None, time_limit="00:30:00",
+                     extra=None):
+        """Write a Slurm job-array script (one task per point) and the points file it reads."""
+        os.makedirs(self.dir, exist_ok=True)
+        idx = self.write_index()
+        n = len(self.points)
+        array = f"0-{n - 1}" + (f"%{max_parallel}" if max_parallel else "")
+        cxisim = os.path.join(REPO, "cxisim")
+        out = os.path.abspath(self.out)
+        lines = [
+            "#!/bin/bash",
+            f"#SBATCH --job-name=cxisim-{self.name}",
+            f"#SBATCH --array={array}",
+            "#SBATCH --ntasks=1",
+            "#SBATCH --cpus-per-task=1",
+            f"#SBATCH --time={time_limit}",
+            f"#SBATCH --output={out}/{self.name}/slurm-%A_%a.log",
+        ]
+        for e in extra or []:
+            lines.append(f"#SBATCH {e}")
+        lines += [
+            f"# cxisim sweep of {os.path.abspath(self.template)}: {n} points, listed in",
+            f"# {os.path.abspath(idx)}.  Submit with: sbatch {path}",
+            "set -euo pipefail",
+            f"cd {shlex.quote(REPO)}",
+            f"mapfile -t ARGS < <({python} - \"$SLURM_ARRAY_TASK_ID\" <<'EOF'",
+            "import json, sys",
+            f"idx = json.load(open({json.dumps(os.path.abspath(idx))}))",
+            "p = idx['points'][int(sys.argv[1])]",
+            "print(idx['template'])",
+            "for k, v in {**idx['sets'], **p['params']}.items():",
+            "    print('--set'); print(f'{k}={json.dumps(v) if not isinstance(v, str) else v}')",
+            "if idx['seed'] is not None:",
+            "    print('--seed'); print(idx['seed'])",
+            "print('--run'); print(p['run'])",
+            "EOF",
+            ")",
+            f"exec {python} {shlex.quote(cxisim)} run \"${{ARGS[@]}}\" --out {shlex.quote(out)}",
+        ]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        os.chmod(path, 0o755)
+        return path

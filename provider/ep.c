@@ -1,0 +1,682 @@
+/* The RDM endpoint: bindings, enable (which opens the endpoint's command queue and asks the daemon for a
+ * pid on the NIC with its PtlTEs), naming, options (fi_setopt, fi_control/fi_set_val with upstream
+ * numbers), and the command emission shared by the data paths in msg.c and rma.c. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cxip.h"
+
+/* ---- command emission ---- */
+
+ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline_data, size_t inline_len)
+{
+	struct cxip_dev *dev = ep->dom->dev;
+	if (cxip_dev_dead(dev))
+		return -FI_EIO;
+	cmd->tslot = (uint16_t)cxip_dev_thread_slot(dev);
+	cmd->vt = 0; /* realtime mode: the daemon stamps commands */
+	size_t bytes = sizeof(*cmd) + inline_len;
+	pthread_mutex_lock(&ep->lock);
+	uint16_t ns;
+	void *slot = ring_reserve(&ep->cmdq.ring, bytes, &ns);
+	if (!slot) {
+		pthread_mutex_unlock(&ep->lock);
+		return -FI_EAGAIN;
+	}
+	cmd->nslots = ns;
+	memcpy(slot, cmd, sizeof(*cmd));
+	if (inline_len)
+		memcpy((char *)slot + sizeof(*cmd), inline_data, inline_len);
+	ring_publish(&ep->cmdq.ring, ns);
+	bool bell = ring_need_doorbell(&ep->cmdq.ring);
+	pthread_mutex_unlock(&ep->lock);
+	if (bell) {
+		uint64_t one = 1;
+		if (write(ep->cmdq.efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
+			return -FI_EIO;
+	}
+	return 0;
+}
+
+/* ---- bind ---- */
+
+static int bind_cq(struct cxip_ep *ep, struct cxip_cq *cq, uint64_t flags)
+{
+	if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
+		return -FI_EBADFLAGS;
+	if (!(flags & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EBADFLAGS;
+	if (cq->dom != ep->dom)
+		return -FI_EINVAL;
+	if (((flags & FI_TRANSMIT) && ep->tx_cq) || ((flags & FI_RECV) && ep->rx_cq))
+		return -FI_EINVAL;
+	int ret = 0;
+	if (flags & FI_TRANSMIT) {
+		ret = cxip_cq_bind_ep(cq, ep);
+		if (ret)
+			return ret;
+		ep->tx_cq = cq;
+		ep->tx_cq_flags = flags & FI_SELECTIVE_COMPLETION;
+	}
+	if (flags & FI_RECV) {
+		if (!(flags & FI_TRANSMIT) || ep->tx_cq != cq)
+			ret = cxip_cq_bind_ep(cq, ep);
+		if (ret)
+			return ret;
+		ep->rx_cq = cq;
+		ep->rx_cq_flags = flags & FI_SELECTIVE_COMPLETION;
+	}
+	return 0;
+}
+
+static int bind_cntr(struct cxip_ep *ep, struct cxip_cntr *c, uint64_t flags)
+{
+	static const uint64_t kinds[] = { FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE };
+	struct cxip_cntr **slots[] = { &ep->send_cntr, &ep->recv_cntr, &ep->read_cntr, &ep->write_cntr,
+				       &ep->rem_read_cntr, &ep->rem_write_cntr };
+	if (!flags || (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		return -FI_EBADFLAGS;
+	if (c->dom != ep->dom)
+		return -FI_EINVAL;
+	for (int i = 0; i < 6; i++)
+		if ((flags & kinds[i]) && *slots[i])
+			return -FI_EINVAL;
+	for (int i = 0; i < 6; i++)
+		if (flags & kinds[i]) {
+			*slots[i] = c;
+			atomic_fetch_add(&c->ref, 1);
+		}
+	return 0;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (!bfid)
+		return -FI_EINVAL;
+	if (ep->enabled)
+		return -FI_EOPBADSTATE;
+	switch (bfid->fclass) {
+	case FI_CLASS_AV: {
+		struct cxip_av *av = (struct cxip_av *)bfid;
+		if (flags)
+			return -FI_EBADFLAGS;
+		if (ep->av)
+			return -FI_EINVAL;
+		if (av->dom != ep->dom)
+			return -FI_EINVAL;
+		ep->av = av;
+		atomic_fetch_add(&av->ref, 1);
+		return 0;
+	}
+	case FI_CLASS_CQ:
+		return bind_cq(ep, (struct cxip_cq *)bfid, flags);
+	case FI_CLASS_CNTR:
+		return bind_cntr(ep, (struct cxip_cntr *)bfid, flags);
+	case FI_CLASS_EQ:
+		if (ep->eq)
+			return -FI_EINVAL;
+		ep->eq = (struct cxip_eq *)bfid;
+		atomic_fetch_add(&ep->eq->ref, 1);
+		return 0;
+	case FI_CLASS_MR:
+		return -FI_EINVAL; /* MRs bind to endpoints, not the reverse */
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+/* ---- enable ---- */
+
+static uint32_t ring_slots_for(size_t entries)
+{
+	uint32_t p = 256;
+	while (p < entries * 2 && p < (1u << 16))
+		p <<= 1;
+	return p;
+}
+
+static uint32_t open_flags(const struct cxip_ep *ep)
+{
+	const struct cxip_domain *dom = ep->dom;
+	uint32_t f = 0;
+	if (ep->tx_cq_flags & FI_SELECTIVE_COMPLETION)
+		f |= EPF_TX_SELECTIVE;
+	if (ep->rx_cq_flags & FI_SELECTIVE_COMPLETION)
+		f |= EPF_RX_SELECTIVE;
+	if (ep->protocol == FI_PROTO_CXI_RNR)
+		f |= EPF_RNR;
+	if (cxip_env.trunc_ok)
+		f |= EPF_TRUNC_OK;
+	if (cxip_env.hybrid_preemptive)
+		f |= EPF_HYBRID_PREEMPTIVE;
+	if (cxip_env.hybrid_recv_preemptive)
+		f |= EPF_HYBRID_RECV_PREEMPTIVE;
+	if (cxip_env.hybrid_posted_recv_preemptive)
+		f |= EPF_HYBRID_POSTED_RECV_PREEMPTIVE;
+	if (cxip_env.hybrid_unexpected_msg_preemptive)
+		f |= EPF_HYBRID_UNEXPECTED_MSG_PREEMPTIVE;
+	if (ep->caps & (FI_SOURCE | FI_SOURCE_ERR))
+		f |= EPF_SOURCE;
+	if ((ep->caps & FI_RMA) && (ep->caps & (FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		f |= EPF_REMOTE_ACCESS;
+	if (dom->optimized_mrs)
+		f |= EPF_OPTIMIZED_MRS;
+	if (dom->prov_key_cache)
+		f |= EPF_PROV_KEY_CACHE;
+	if (dom->mr_match_events)
+		f |= EPF_MR_MATCH_EVENTS;
+	if (dom->mr_mode & FI_MR_PROV_KEY)
+		f |= EPF_PROV_KEYS;
+	if (dom->av_auth_key)
+		f |= EPF_MULTI_AUTH_KEY;
+	return f;
+}
+
+static int ep_enable(struct cxip_ep *ep)
+{
+	struct cxip_domain *dom = ep->dom;
+	if (ep->enabled)
+		return 0;
+	if (!ep->av)
+		return -FI_ENOAV;
+	if ((ep->caps & (FI_SEND | FI_MSG | FI_TAGGED | FI_RMA)) && !ep->tx_cq && !ep->send_cntr && !ep->read_cntr &&
+	    !ep->write_cntr)
+		return -FI_ENOCQ;
+	struct ctl_ep_open_req req = {
+		.nic_index = dom->nic_index,
+		.pid = ep->pid,
+		.svc_id = ep->auth_key.svc_id,
+		.tx_evq = ep->tx_cq ? ep->tx_cq->q.id : 0,
+		.rx_evq = ep->rx_cq ? ep->rx_cq->q.id : 0,
+		.match_mode = (uint32_t)ep->match_mode,
+		.tx_size = (uint32_t)ep->tx_size,
+		.rx_size = (uint32_t)ep->rx_size,
+		.cq_fill_percent = (uint32_t)cxip_env.cq_fill_percent,
+		.fc_retry_usec = (uint32_t)cxip_env.fc_retry_usec_delay,
+		.sw_rx_tx_init_max = (uint32_t)cxip_env.sw_rx_tx_init_max,
+		.tclass = dom->tclass,
+		.rdzv_threshold = cxip_env.rdzv_threshold,
+		.rdzv_get_min = cxip_env.rdzv_get_min,
+		.rdzv_eager_size = cxip_env.rdzv_eager_size,
+		.oflow_buf_size = cxip_env.oflow_buf_size,
+		.oflow_buf_min_posted = cxip_env.oflow_buf_min_posted,
+		.req_buf_size = ep->req_buf_size,
+		.req_buf_min_posted = cxip_env.req_buf_min_posted,
+		.req_buf_max_cached = cxip_env.req_buf_max_cached,
+		.rnr_max_timeout_us = ep->rnr_max_timeout_us,
+		.min_multi_recv = ep->min_multi_recv,
+	};
+	if (dom->av_auth_key) {
+		req.nvnis = (uint32_t)cxip_av_vnis(ep->av, req.vnis, CXISIM_MAX_AUTH_KEYS);
+		if (!req.nvnis)
+			return -FI_EINVAL; /* multiple-key domains take their keys from the AV */
+		req.svc_id = ep->av->auth_keys[0].svc_id;
+	} else {
+		req.nvnis = 1;
+		req.vnis[0] = ep->auth_key.vni;
+	}
+	struct cxip_cntr *cts[EPC_COUNT] = { ep->send_cntr, ep->recv_cntr, ep->read_cntr,
+					     ep->write_cntr, ep->rem_read_cntr, ep->rem_write_cntr };
+	for (int i = 0; i < EPC_COUNT; i++)
+		req.cts[i] = cts[i] ? cts[i]->id : 0;
+	req.flags = open_flags(ep);
+	req.caps = ep->caps;
+	int ret = cxip_queue_open(dom->dev, QUEUE_CMD, ring_slots_for(ep->tx_size + ep->rx_size), &ep->cmdq);
+	if (ret)
+		return ret;
+	req.cmdq = ep->cmdq.id;
+	struct ctl_ep_open_rep rep;
+	ret = cxip_dev_call(dom->dev, CTL_EP_OPEN, &req, sizeof(req), &rep, sizeof(rep), NULL, NULL);
+	if (ret) {
+		cxip_queue_close(dom->dev, &ep->cmdq);
+		return ret;
+	}
+	ep->id = rep.id;
+	ep->pid = rep.pid;
+	ep->enabled = true;
+	cxip_domain_ep_enabled(dom, ep);
+	return 0;
+}
+
+static int ep_ctrl(struct cxip_ep *ep, uint32_t op, uint64_t value, void *rep, size_t rep_len)
+{
+	struct ctl_ep_ctrl_req req = { .id = ep->id, .op = op, .value = value };
+	return cxip_dev_call(ep->dom->dev, CTL_EP_CTRL, &req, sizeof(req), rep, rep_len, NULL, NULL);
+}
+
+/* ---- options ---- */
+
+static int ep_set_val(struct cxip_ep *ep, int name, void *val)
+{
+	if (!val)
+		return -FI_EINVAL;
+	switch (name) {
+	case FI_OPT_CXI_SET_TCLASS: {
+		uint32_t tc = *(uint32_t *)val;
+		if (tc != FI_TC_UNSPEC && (tc < FI_TC_BEST_EFFORT || tc > FI_TC_SCAVENGER))
+			return -FI_EINVAL;
+		ep->dom->tclass = tc;
+		return ep->enabled ? ep_ctrl(ep, EPCTRL_TCLASS, tc, NULL, 0) : 0;
+	}
+	case FI_OPT_CXI_SET_MSG_ORDER: {
+		uint64_t order = *(uint64_t *)val;
+		if (order & ~CXIP_MSG_ORDER)
+			return -FI_EINVAL;
+		ep->tx_msg_order = order;
+		return 0;
+	}
+	case FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME: {
+		if (ep->protocol != FI_PROTO_CXI_RNR)
+			return -FI_EINVAL;
+		ep->rnr_max_timeout_us = *(uint64_t *)val;
+		return ep->enabled ? ep_ctrl(ep, EPCTRL_RNR_MAX_TIMEOUT, ep->rnr_max_timeout_us, NULL, 0) : 0;
+	}
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	switch (command) {
+	case FI_ENABLE:
+		return ep_enable(ep);
+	case FI_GETOPSFLAG: {
+		uint64_t *f = arg;
+		if (!f)
+			return -FI_EINVAL;
+		if ((*f & FI_TRANSMIT) && (*f & FI_RECV))
+			return -FI_EINVAL;
+		if (*f & FI_TRANSMIT)
+			*f = ep->tx_op_flags;
+		else if (*f & FI_RECV)
+			*f = ep->rx_op_flags;
+		else
+			return -FI_EINVAL;
+		return 0;
+	}
+	case FI_SETOPSFLAG: {
+		uint64_t *f = arg;
+		if (!f)
+			return -FI_EINVAL;
+		if ((*f & FI_TRANSMIT) && (*f & FI_RECV))
+			return -FI_EINVAL;
+		if (*f & FI_TRANSMIT)
+			ep->tx_op_flags = *f & ~FI_TRANSMIT;
+		else if (*f & FI_RECV)
+			ep->rx_op_flags = *f & ~FI_RECV;
+		else
+			return -FI_EINVAL;
+		return 0;
+	}
+	case FI_SET_VAL: {
+		struct fi_fid_var *v = arg;
+		if (!v)
+			return -FI_EINVAL;
+		return ep_set_val(ep, v->name, v->val);
+	}
+	case FI_OPT_CXI_SET_TCLASS:
+	case FI_OPT_CXI_SET_MSG_ORDER:
+	case FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME:
+		return ep_set_val(ep, command, arg);
+	case FI_ALIAS:
+		return -FI_ENOSYS;
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+static int ep_getopt(struct fid *fid, int level, int optname, void *optval, size_t *optlen)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		if (!optval || !optlen)
+			return -FI_EINVAL;
+		if (*optlen < sizeof(size_t))
+			return -FI_ETOOSMALL;
+		*(size_t *)optval = ep->min_multi_recv;
+		*optlen = sizeof(size_t);
+		return 0;
+	case FI_OPT_CXI_GET_RNR_APPEND_RETRY_ATTEMPTS: {
+		if (!optval || !optlen)
+			return -FI_EINVAL;
+		if (*optlen < sizeof(uint64_t))
+			return -FI_ETOOSMALL;
+		if (ep->protocol != FI_PROTO_CXI_RNR)
+			return -FI_EINVAL;
+		struct ctl_ep_stats st = { 0 };
+		if (ep->enabled) {
+			int ret = ep_ctrl(ep, EPCTRL_GET_STATS, 0, &st, sizeof(st));
+			if (ret)
+				return ret;
+		}
+		*(uint64_t *)optval = st.rnr_append_retries;
+		*optlen = sizeof(uint64_t);
+		return 0;
+	}
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+}
+
+static int ep_setopt(struct fid *fid, int level, int optname, const void *optval, size_t optlen)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV: {
+		if (!optval || optlen < sizeof(size_t))
+			return -FI_EINVAL;
+		size_t v = *(const size_t *)optval;
+		if (v > CXIP_EP_MAX_MULTI_RECV)
+			return -FI_EINVAL;
+		if (ep->enabled)
+			return -FI_EOPBADSTATE; /* the NIC software layer takes it when the endpoint is enabled */
+		ep->min_multi_recv = v;
+		return 0;
+	}
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+}
+
+/* ---- naming ---- */
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (!addrlen)
+		return -FI_EINVAL;
+	struct cxip_addr a = { .nic = ep->nic_addr, .pid = ep->pid, .vni = 0 };
+	size_t have = *addrlen;
+	*addrlen = cxip_addrlen;
+	if (have < cxip_addrlen)
+		return -FI_ETOOSMALL;
+	if (!addr)
+		return -FI_EINVAL;
+	if (!ep->enabled && ep->pid == CXIP_PID_ANY)
+		return -FI_EOPBADSTATE; /* the pid is chosen when the endpoint is enabled */
+	memcpy(addr, &a, cxip_addrlen);
+	return 0;
+}
+
+static int ep_no_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	(void)fid, (void)addr, (void)addrlen;
+	return -FI_ENOSYS;
+}
+
+static int ep_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	(void)ep, (void)addr, (void)addrlen;
+	return -FI_ENOSYS;
+}
+
+static int ep_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen)
+{
+	(void)ep, (void)addr, (void)param, (void)paramlen;
+	return -FI_ENOSYS;
+}
+
+static int ep_no_listen(struct fid_pep *pep)
+{
+	(void)pep;
+	return -FI_ENOSYS;
+}
+
+static int ep_no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	(void)ep, (void)param, (void)paramlen;
+	return -FI_ENOSYS;
+}
+
+static int ep_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
+{
+	(void)pep, (void)handle, (void)param, (void)paramlen;
+	return -FI_ENOSYS;
+}
+
+static int ep_no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	(void)ep, (void)flags;
+	return -FI_ENOSYS;
+}
+
+static int ep_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc, void *context)
+{
+	(void)ep, (void)addr, (void)flags, (void)mc, (void)context;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = ep_no_setname,
+	.getname = ep_getname,
+	.getpeer = ep_no_getpeer,
+	.connect = ep_no_connect,
+	.listen = ep_no_listen,
+	.accept = ep_no_accept,
+	.reject = ep_no_reject,
+	.shutdown = ep_no_shutdown,
+	.join = ep_no_join,
+};
+
+/* ---- statistics extension ---- */
+
+static int ep_stats_get(struct fid_ep *fid, struct fi_cxi_ep_stats *stats)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (!stats)
+		return -FI_EINVAL;
+	memset(stats, 0, sizeof(*stats));
+	if (!ep->enabled)
+		return 0;
+	struct ctl_ep_stats st;
+	int ret = ep_ctrl(ep, EPCTRL_GET_STATS, 0, &st, sizeof(st));
+	if (ret)
+		return ret;
+	stats->total_rnr_nacks = st.total_rnr_nacks;
+	stats->total_retries = st.total_retries;
+	stats->mr_hazards = st.mr_hazards;
+	return 0;
+}
+
+static struct fi_cxi_ep_stats_ops ep_stats_ops = { .get = ep_stats_get };
+
+static int ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
+{
+	(void)fid;
+	(void)flags;
+	(void)context;
+	if (!name || !ops)
+		return -FI_EINVAL;
+	if (strcmp(name, FI_CXI_EP_STATS_OPS))
+		return -FI_ENOSYS;
+	*ops = &ep_stats_ops;
+	return 0;
+}
+
+/* ---- close ---- */
+
+static void put_cntr(struct cxip_cntr *c)
+{
+	if (c)
+		atomic_fetch_sub(&c->ref, 1);
+}
+
+static int ep_close(struct fid *fid)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (ep->mrs)
+		return -FI_EBUSY; /* bound MRs must be closed first */
+	if (ep->enabled) {
+		cxip_domain_ep_closed(ep->dom, ep);
+		cxip_dev_close_obj(ep->dom->dev, ep->id);
+		cxip_queue_close(ep->dom->dev, &ep->cmdq);
+	}
+	if (ep->tx_cq)
+		cxip_cq_unbind_ep(ep->tx_cq, ep);
+	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
+		cxip_cq_unbind_ep(ep->rx_cq, ep);
+	/* cxip_cq_bind_ep counts one reference per distinct CQ */
+	put_cntr(ep->send_cntr);
+	put_cntr(ep->recv_cntr);
+	put_cntr(ep->read_cntr);
+	put_cntr(ep->write_cntr);
+	put_cntr(ep->rem_read_cntr);
+	put_cntr(ep->rem_write_cntr);
+	if (ep->av)
+		atomic_fetch_sub(&ep->av->ref, 1);
+	if (ep->eq)
+		atomic_fetch_sub(&ep->eq->ref, 1);
+	atomic_fetch_sub(&ep->dom->ref, 1);
+	pthread_mutex_destroy(&ep->lock);
+	fi_freeinfo(ep->info);
+	free(ep);
+	return 0;
+}
+
+static struct fi_ops ep_fid_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ep_close,
+	.bind = ep_bind,
+	.control = ep_control,
+	.ops_open = ep_ops_open,
+};
+
+static ssize_t ep_cancel_op(fid_t fid, void *context)
+{
+	return cxip_ep_cancel(fid, context);
+}
+
+static ssize_t ep_rx_size_left(struct fid_ep *ep)
+{
+	(void)ep;
+	return -FI_ENOSYS;
+}
+
+static ssize_t ep_tx_size_left(struct fid_ep *ep)
+{
+	(void)ep;
+	return -FI_ENOSYS;
+}
+
+static int ep_no_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **ep, void *ctx)
+{
+	(void)sep, (void)index, (void)attr, (void)ep, (void)ctx;
+	return -FI_ENOSYS; /* no scalable endpoints */
+}
+
+static int ep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **ep, void *ctx)
+{
+	(void)sep, (void)index, (void)attr, (void)ep, (void)ctx;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_ep ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = ep_cancel_op,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = ep_no_ctx,
+	.rx_ctx = ep_no_rx_ctx,
+	.rx_size_left = ep_rx_size_left,
+	.tx_size_left = ep_tx_size_left,
+};
+
+
+static int ep_check_info(const struct cxip_domain *dom, const struct fi_info *info)
+{
+	if (info->ep_attr) {
+		if (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
+			return -FI_EINVAL;
+		if (info->ep_attr->protocol != FI_PROTO_UNSPEC && info->ep_attr->protocol != FI_PROTO_CXI &&
+		    info->ep_attr->protocol != FI_PROTO_CXI_RNR)
+			return -FI_EINVAL;
+		if (info->ep_attr->tx_ctx_cnt > 1 || info->ep_attr->rx_ctx_cnt > 1)
+			return -FI_EINVAL;
+		if (info->ep_attr->auth_key && info->ep_attr->auth_key_size != sizeof(struct cxi_auth_key))
+			return -FI_EINVAL;
+	}
+	if (info->caps & ~CXIP_CAPS)
+		return -FI_EINVAL;
+	if (info->tx_attr && (info->tx_attr->size > CXIP_MAX_TX_SIZE || info->tx_attr->iov_limit > 1))
+		return -FI_EINVAL;
+	if (info->rx_attr && (info->rx_attr->size > CXIP_MAX_RX_SIZE || info->rx_attr->iov_limit > 1))
+		return -FI_EINVAL;
+	if (info->src_addr) {
+		if (info->src_addrlen < cxip_addrlen)
+			return -FI_EINVAL;
+		struct cxip_addr a = cxip_addr_load(info->src_addr);
+		if (a.nic != dom->nic_addr)
+			return -FI_EINVAL;
+	}
+	return 0;
+}
+
+int cxip_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context)
+{
+	struct cxip_domain *dom = (struct cxip_domain *)domain;
+	if (!domain || !info || !out)
+		return -FI_EINVAL;
+	int ret = ep_check_info(dom, info);
+	if (ret)
+		return ret;
+	struct cxip_ep *ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->info = fi_dupinfo(info);
+	if (!ep->info) {
+		free(ep);
+		return -FI_ENOMEM;
+	}
+	ep->dom = dom;
+	ep->caps = info->caps ? info->caps : CXIP_EP_CAPS;
+	ep->protocol = (info->ep_attr && info->ep_attr->protocol == FI_PROTO_CXI_RNR) ? FI_PROTO_CXI_RNR : FI_PROTO_CXI;
+	ep->tx_size = info->tx_attr && info->tx_attr->size ? info->tx_attr->size : cxip_env.default_tx_size;
+	ep->rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size : cxip_env.default_rx_size;
+	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	ep->tx_msg_order = info->tx_attr ? info->tx_attr->msg_order : CXIP_MSG_ORDER;
+	ep->auth_key = dom->auth_key;
+	if (info->ep_attr && info->ep_attr->auth_key) {
+		struct cxi_auth_key k;
+		memcpy(&k, info->ep_attr->auth_key, sizeof(k));
+		if (k.svc_id && k.svc_id != dom->auth_key.svc_id) {
+			fi_freeinfo(ep->info);
+			free(ep);
+			return -FI_EINVAL; /* an endpoint's service must be its domain's */
+		}
+		ep->auth_key.vni = k.vni;
+	}
+	ep->pid = CXIP_PID_ANY;
+	if (info->src_addr)
+		ep->pid = cxip_addr_load(info->src_addr).pid;
+	ep->nic_addr = dom->nic_addr;
+	ep->min_multi_recv = CXIP_EP_MIN_MULTI_RECV;
+	ep->rnr_max_timeout_us = (uint64_t)cxip_env.rnr_max_timeout_us;
+	ep->match_mode = dom->match_mode;
+	ep->req_buf_size = dom->req_buf_size;
+	pthread_mutex_init(&ep->lock, NULL);
+	ep->ep_fid.fid.fclass = FI_CLASS_EP;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = &ep_fid_ops;
+	ep->ep_fid.ops = &ep_ops;
+	ep->ep_fid.cm = &ep_cm_ops;
+	ep->ep_fid.msg = &cxip_msg_ops;
+	ep->ep_fid.tagged = &cxip_tagged_ops;
+	ep->ep_fid.rma = &cxip_rma_ops;
+	ep->ep_fid.atomic = &cxip_atomic_ops;
+	ep->ep_fid.collective = &cxip_collective_ops;
+	atomic_fetch_add(&dom->ref, 1);
+	*out = &ep->ep_fid;
+	return 0;
+}

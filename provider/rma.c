@@ -1,0 +1,162 @@
+/* RMA data path: fi_read/fi_write/fi_writedata and their inject forms.  A write of at most the IDC size
+ * carries its payload inside the command; everything else is moved by the NIC model's DMA engine, and the
+ * target side completes with no call from the target application (its NIC reads or writes its memory).
+ *
+ * Command layout: slot 0 is struct cxs_cmd (tag = remote key, aux = remote offset), slot 1 carries the
+ * remote CQ data (uint64 at offset 0), the inline payload follows from slot 2. */
+#include <string.h>
+
+#include "cxip.h"
+
+#define RMA_EXT_BYTES 64
+
+static ssize_t do_rma(struct cxip_ep *ep, bool write, const void *buf, size_t len, fi_addr_t dest, uint64_t addr,
+		      uint64_t key, uint64_t data, void *context, uint64_t flags)
+{
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (!(ep->caps & FI_RMA) || !(ep->caps & (write ? FI_WRITE : FI_READ)))
+		return -FI_EINVAL;
+	if (len && !buf)
+		return -FI_EINVAL;
+	if (len > CXIP_EP_MAX_MSG_SZ)
+		return -FI_EMSGSIZE;
+	bool prov_keys = (ep->dom->mr_mode & FI_MR_PROV_KEY) || !(ep->dom->mr_mode & FI_MR_ENDPOINT);
+	if (!prov_keys && key >= (1ULL << 32))
+		return -FI_EKEYREJECTED;
+	if ((flags & FI_INJECT) && (!write || len > CXIP_INJECT_SIZE))
+		return -FI_EMSGSIZE;
+	struct cxs_cmd cmd = { .op = write ? CXS_CMD_WRITE : CXS_CMD_READ, .context = (uint64_t)(uintptr_t)context,
+			       .addr = (uint64_t)(uintptr_t)buf, .len = len, .tag = key, .aux = addr };
+	struct cxip_addr a;
+	uint16_t vni = 0;
+	if (dest == FI_ADDR_UNSPEC || dest == FI_ADDR_NOTAVAIL)
+		return -FI_EINVAL;
+	int ret = cxip_av_lookup_addr(ep->av, dest, &a, &vni);
+	if (ret)
+		return ret;
+	cmd.peer = ((uint32_t)a.nic << CXIP_PID_BITS) | a.pid;
+	cmd.vni = ep->dom->av_auth_key ? vni : ep->auth_key.vni;
+	if (flags & FI_REMOTE_CQ_DATA)
+		cmd.flags |= CXS_F_REMOTE_CQ_DATA;
+	if (flags & FI_DELIVERY_COMPLETE)
+		cmd.flags |= CXS_F_DELIVERY;
+	if (flags & FI_FENCE)
+		cmd.flags |= CXS_F_FENCE;
+	uint64_t sel = ep->tx_cq_flags;
+	if (!(flags & CXIP_NO_COMPLETION) && (!(sel & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION)))
+		cmd.flags |= CXS_F_COMPLETION;
+	unsigned char payload[RMA_EXT_BYTES + CXIP_INJECT_SIZE];
+	memset(payload, 0, RMA_EXT_BYTES);
+	memcpy(payload, &data, sizeof(data));
+	size_t extra = RMA_EXT_BYTES;
+	if (write && ((flags & FI_INJECT) || len <= CXIP_INJECT_SIZE)) {
+		cmd.flags |= CXS_F_INJECT;
+		if (len)
+			memcpy(payload + RMA_EXT_BYTES, buf, len);
+		extra += len;
+	}
+	return cxip_ep_emit(ep, &cmd, payload, extra);
+}
+
+static ssize_t rma_read(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t addr,
+			uint64_t key, void *context)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	(void)desc;
+	return do_rma(ep, false, buf, len, src, addr, key, 0, context, ep->tx_op_flags);
+}
+
+static ssize_t rma_readv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			 uint64_t addr, uint64_t key, void *context)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	(void)desc;
+	if (count > 1 || (count && !iov))
+		return -FI_EINVAL;
+	return do_rma(ep, false, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, src, addr, key, 0, context,
+		      ep->tx_op_flags);
+}
+
+static ssize_t rma_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (!msg || msg->iov_count > 1 || msg->rma_iov_count != 1 || (msg->iov_count && !msg->msg_iov) || !msg->rma_iov)
+		return -FI_EINVAL;
+	if (flags & ~CXIP_TX_OP_FLAGS)
+		return -FI_EBADFLAGS;
+	const struct iovec *v = msg->iov_count ? &msg->msg_iov[0] : NULL;
+	if (v && v->iov_len != msg->rma_iov[0].len)
+		return -FI_EINVAL;
+	return do_rma(ep, false, v ? v->iov_base : NULL, v ? v->iov_len : 0, msg->addr, msg->rma_iov[0].addr,
+		      msg->rma_iov[0].key, 0, msg->context, flags);
+}
+
+static ssize_t rma_write(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t addr,
+			 uint64_t key, void *context)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	(void)desc;
+	return do_rma(ep, true, buf, len, dest, addr, key, 0, context, ep->tx_op_flags);
+}
+
+static ssize_t rma_writev(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			  uint64_t addr, uint64_t key, void *context)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	(void)desc;
+	if (count > 1 || (count && !iov))
+		return -FI_EINVAL;
+	return do_rma(ep, true, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, dest, addr, key, 0, context,
+		      ep->tx_op_flags);
+}
+
+static ssize_t rma_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (!msg || msg->iov_count > 1 || msg->rma_iov_count != 1 || (msg->iov_count && !msg->msg_iov) || !msg->rma_iov)
+		return -FI_EINVAL;
+	if (flags & ~CXIP_TX_OP_FLAGS)
+		return -FI_EBADFLAGS;
+	const struct iovec *v = msg->iov_count ? &msg->msg_iov[0] : NULL;
+	if (v && v->iov_len != msg->rma_iov[0].len)
+		return -FI_EINVAL;
+	return do_rma(ep, true, v ? v->iov_base : NULL, v ? v->iov_len : 0, msg->addr, msg->rma_iov[0].addr,
+		      msg->rma_iov[0].key, msg->data, msg->context, flags);
+}
+
+static ssize_t rma_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t addr,
+			  uint64_t key)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	return do_rma(ep, true, buf, len, dest, addr, key, 0, NULL, FI_INJECT | CXIP_NO_COMPLETION);
+}
+
+static ssize_t rma_writedata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
+			     fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	(void)desc;
+	return do_rma(ep, true, buf, len, dest, addr, key, data, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t rma_injectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+			      uint64_t addr, uint64_t key)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	return do_rma(ep, true, buf, len, dest, addr, key, data, NULL,
+		      FI_INJECT | FI_REMOTE_CQ_DATA | CXIP_NO_COMPLETION);
+}
+
+struct fi_ops_rma cxip_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = rma_read,
+	.readv = rma_readv,
+	.readmsg = rma_readmsg,
+	.write = rma_write,
+	.writev = rma_writev,
+	.writemsg = rma_writemsg,
+	.inject = rma_inject,
+	.writedata = rma_writedata,
+	.injectdata = rma_injectdata,
+};

@@ -1,0 +1,241 @@
+/* cxisimd: the emulation daemon.  It owns one engine (fabric + NIC models built from a scenario), lets
+ * real processes attach over a UNIX socket, and runs, for each of their endpoints, the cxi provider's
+ * software layer (sim/nic/sw.h) on the simulated NIC of the node the process is placed on.
+ *
+ *   server.c    socket, clients, control requests, client death
+ *   endpoint.c  endpoints: command queues -> sw layer, completions -> event queues, counters, MRs
+ *   host.c      the NIC's DMA into real processes (process_vm_readv/writev)
+ *   clock.c     time modes (realtime: virtual time follows the wall clock)
+ *   emulation.c the "emulation" scenario section: nodes, NICs per node, placement, time mode
+ */
+#ifndef CXISIMD_DAEMON_H
+#define CXISIMD_DAEMON_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../engine.h"
+#include "../nic/sw.h"
+#include "../pool.h"
+#include "cmd.h"
+#include "proto.h"
+#include "ring.h"
+
+struct scenario;
+struct client;
+
+/* ---- emulation section (emulation.c) ---- */
+enum placement_policy {
+	PLACE_AUTO,        /* rank % nodes when the launcher gives a rank, else round-robin by attach order */
+	PLACE_NODE0,       /* every process on node 0 (one host) */
+	PLACE_ROUND_ROBIN, /* attach order */
+	PLACE_RANK,        /* rank % nodes; processes without a rank go to node 0 */
+};
+
+struct emu_cfg {
+	uint32_t nodes;
+	uint32_t nics_per_node;
+	uint32_t first_nic;
+	enum placement_policy placement;
+	enum cxisim_time_mode time_mode;
+	double slowdown;         /* realtime: virtual seconds per wall second = 1 / slowdown */
+	simtime_t lead;          /* realtime: how far the engine may run ahead of the wall clock */
+	uint32_t max_clients;
+	uint32_t next_rr;
+};
+struct emu_cfg *emu_get(struct sim *sim);
+/* Node for a process; -1 if the request is out of range. */
+int emu_place(struct emu_cfg *e, int32_t requested_node, int32_t rank);
+uint32_t emu_nic_addr(const struct emu_cfg *e, uint32_t node, uint32_t index);
+
+/* ---- objects owned by clients ---- */
+enum obj_kind { OBJ_QUEUE = 1, OBJ_CT, OBJ_EP, OBJ_MR };
+
+struct obj {
+	uint32_t id;
+	enum obj_kind kind;
+	struct client *c;
+	struct obj *next; /* client's list */
+};
+
+struct backlog {
+	struct backlog *next;
+	uint16_t nslots;
+	unsigned char data[2 * RING_SLOT];
+};
+
+struct dqueue {
+	struct obj o;
+	uint32_t kind;   /* QUEUE_CMD or QUEUE_EVT */
+	void *map;
+	size_t map_len;
+	int memfd;
+	int efd;
+	struct ring ring;
+	ev_io io;        /* command queues: the doorbell */
+	struct dep *ep;  /* command queue's endpoint */
+	uint32_t users;  /* endpoints bound (event queues) */
+	struct backlog *bl_head, *bl_tail; /* events that did not fit yet */
+	uint64_t bl_count;
+};
+
+struct dct {
+	struct obj o;
+	void *map;
+	size_t map_len;
+	int efd;
+	struct ct_shm *shm;
+	uint32_t users;
+};
+
+struct dop;
+
+struct dep {
+	struct obj o;
+	struct sw_ep *sw;
+	struct nic *nic;
+	uint32_t nic_addr;
+	uint32_t pid;
+	uint32_t flags;       /* enum ep_open_flags */
+	struct dqueue *cmdq, *txq, *rxq;
+	struct dct *cts[EPC_COUNT];
+	struct dop *ops;      /* live operations (doubly linked) */
+	uint64_t nops;
+	bool fatal;
+	bool closing;
+	uint32_t close_seq;
+	simtime_t close_deadline;
+	sim_timer close_timer;
+	struct peek_state *peek; /* peek.c: messages taken by FI_PEEK */
+};
+
+struct dmr {
+	struct obj o;
+	struct dep *ep;
+	struct sw_mr *mr;
+	struct dct *ct;
+	uint32_t pending_seq;  /* control request waiting for the registration / close to finish */
+	bool registered, closing;
+};
+
+/* One operation in flight: the sw layer's op_context. */
+struct dop {
+	struct dop *next, *prev;
+	struct dep *ep;
+	uint64_t context;     /* provider's context, echoed in events */
+	uint32_t cflags;      /* enum cxs_cmd_flags of the command */
+	uint16_t op;          /* enum cxs_cmd_op */
+	bool peek;            /* a peek receive (peek.c) */
+	uint16_t payload_len;
+	uint64_t tag, ignore; /* peek: the match it asked for */
+	uint32_t peer;
+	unsigned char payload[192]; /* inject payload of an RMA write (the NIC reads it like IDC data) */
+};
+
+/* ---- clients ---- */
+struct client {
+	struct daemon *d;
+	int fd;
+	ev_io io;
+	pid_t pid;            /* from SO_PEERCRED, never from the client's word */
+	uid_t uid;
+	uint32_t id;
+	uint32_t node;
+	int32_t rank;
+	char progname[64];
+	bool attached;
+	bool detached;        /* said goodbye: its socket closing is not a death */
+	bool dead;
+	struct pcb_shm *pcb;
+	size_t pcb_len;
+	int pcb_fd;
+	struct obj *objs;
+	uint32_t next_id;
+	struct client *next;
+	uint64_t bytes_read, bytes_written; /* DMA into / out of this process */
+	uint64_t mem_faults;
+};
+
+struct daemon {
+	struct ev_loop *loop;
+	struct scenario *sc;
+	struct sim *sim;
+	struct emu_cfg *emu;
+	int listen_fd;
+	ev_io listen_io;
+	char sock_path[108];
+	bool private_mode;
+	double linger_s;
+	ev_timer linger;
+	ev_timer step_timer;
+	ev_signal sigterm, sigint;
+	double t0_wall;
+	struct client *clients;
+	uint32_t nclients;
+	uint32_t next_client_id;
+	uint32_t nbacklogged; /* event queues holding events that did not fit yet */
+	struct pool op_pool;
+	struct pool backlog_pool;
+	bool quiet;
+	bool stopping;
+	const char *out_dir;
+	/* counters (stats registry) */
+	uint64_t *st_attach, *st_detach, *st_client_deaths, *st_cmds, *st_events, *st_backlogged, *st_bad_cmds,
+		*st_causality_lag;
+};
+
+/* server.c */
+int server_listen(struct daemon *d, const char *path);
+void server_close_client(struct client *c, const char *why);
+void server_reply(struct client *c, uint32_t seq, int32_t status, const void *body, size_t len, const int *fds,
+		  int nfds);
+struct obj *client_find(struct client *c, uint32_t id, enum obj_kind kind);
+void client_add_obj(struct client *c, struct obj *o);
+void client_del_obj(struct client *c, struct obj *o);
+void daemon_check_idle(struct daemon *d);
+
+/* endpoint.c */
+int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_open_rep *rep);
+void ep_close(struct dep *ep);
+/* fi_close of an endpoint: transmit operations already handed to the NIC finish first (up to a bound);
+ * returns true when the reply is deferred. */
+bool ep_close_request(struct dep *ep, uint32_t seq);
+int ep_ctrl(struct client *c, const struct ctl_ep_ctrl_req *req, void *rep, size_t *rep_len);
+void ep_drain_cmdq(struct dep *ep);
+int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, bool *deferred);
+int mr_close(struct dmr *mr, uint32_t seq, bool *deferred);
+void mr_abandon(struct dmr *mr);
+void queue_flush_backlog(struct dqueue *q);
+void ct_add(struct dct *ct, bool failure, uint64_t n);
+
+/* endpoint.c helpers for peek.c */
+struct dop *ep_op_new(struct dep *ep, const struct cxs_cmd *cmd);
+void ep_op_free(struct dop *op);
+/* A receive-side completion of a command (counts the receive counter, honours selective completion). */
+void ep_post_comp(struct dep *ep, uint64_t context, uint32_t cflags, const struct sw_comp *c);
+
+/* peek.c */
+struct peek_state;
+int peek_start(struct dep *ep, const struct cxs_cmd *cmd);
+bool peek_take(struct dep *ep, const struct cxs_cmd *cmd);
+void peek_done(struct dep *ep, struct dop *op, const struct sw_comp *c);
+bool peek_bounce_range(struct dep *ep, uint64_t addr, size_t len);
+void peek_free(struct dep *ep);
+
+/* host.c */
+extern const struct nic_mem_ops host_mem_ops;
+/* Marks an address in the daemon's own memory (inject payloads).  Bit 63 belongs to the software layer's
+ * private memory (sw_impl.h), user addresses stay below 2^57. */
+#define HOST_DAEMON_ADDR (1ULL << 62)
+
+/* clock.c */
+void clock_init(struct daemon *d);
+/* Bring the engine up to the wall clock before applying commands. */
+void clock_catch_up(struct daemon *d);
+/* Run what is due (and up to the lead), then re-arm the step timer. */
+void clock_step(struct daemon *d);
+simtime_t clock_wall_vt(struct daemon *d);
+
+#endif

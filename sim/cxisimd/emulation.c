@@ -1,0 +1,104 @@
+/* The "emulation" scenario section (daemon only): how real processes map onto the simulated machine and
+ * how virtual time relates to the wall clock.
+ *
+ *   emulation:
+ *     nodes: 32            # simulated nodes real processes may be placed on (0: all NICs / nics_per_node)
+ *     nics_per_node: 2     # cxi0..cxiN-1 of each node; node k owns NIC addresses
+ *                          # first_nic + k*N .. first_nic + k*N + N-1
+ *     first_nic: 1         # NIC address 0 is left unused: no Slingshot NIC has address 0, and some
+ *                          # software (Mercury) takes an all-zero cxi address for "none"
+ *     placement: auto      # auto | node0 | round_robin | rank
+ *     time_mode: realtime  # the virtual-time lockstep is a later mode
+ *     slowdown: 1.0        # realtime: wall seconds per virtual second
+ *     realtime_lead_us: 100
+ *
+ * A process can also ask for a node itself (CXISIM_NODE); the daemon refuses a node outside the range.
+ */
+#include <stdlib.h>
+
+#include "../model.h"
+#include "../fabric/fabric.h"
+#include "../nic/nic.h"
+#include "../util.h"
+#include "daemon.h"
+
+static const struct param emu_params[] = {
+	{ "nodes", "count", 0, 0, 1 << 20, "scenario size; 0: every NIC of the scenario, nics_per_node at a time" },
+	{ "nics_per_node", "count", 2, 1, CXISIM_MAX_NICS_PER_NODE,
+	  "assumed default; an Aurora node has 8 (cassini-reference: Addressing)" },
+	{ "slowdown", "ratio", 1, 0.001, 1e6, "realtime mode: wall seconds per virtual second" },
+	{ "realtime_lead_us", "us", 100, 0, 1e6,
+	  "assumed: the engine may run this far ahead of the wall clock, so one wake-up serves a whole exchange" },
+	{ "max_clients", "count", 4096, 1, 1 << 20, "resource guard on attached processes" },
+	{ "first_nic", "count", 1, 0, FABRIC_MAX_NICS - 1,
+	  "NIC addresses are algorithmic MACs, never 0 on a real fabric; Mercury rejects an all-zero address" },
+};
+
+static const char *const placements[] = { "auto", "node0", "round_robin", "rank", NULL };
+static const char *const time_modes[] = { "realtime", "virtual", NULL };
+
+static void emu_build(struct sim *sim, const struct cfg *c)
+{
+	struct emu_cfg *e = xcalloc(1, sizeof(*e));
+	e->nics_per_node = (uint32_t)param_get_u64(c, &emu_params[1]);
+	uint32_t nics = nic_count(sim);
+	uint32_t nodes = (uint32_t)param_get_u64(c, &emu_params[0]);
+	if (!nics)
+		cfg_fail(c, "nodes", "the emulation needs a 'nic' section with at least one NIC");
+	e->first_nic = (uint32_t)param_get_u64(c, &emu_params[5]);
+	if (e->first_nic >= nics)
+		cfg_fail(c, "first_nic", "%u is not a NIC of the scenario (%u NICs)", e->first_nic, nics);
+	if (!nodes)
+		nodes = (nics - e->first_nic) / e->nics_per_node;
+	if (!nodes || e->first_nic + (uint64_t)nodes * e->nics_per_node > nics)
+		cfg_fail(c, "nodes", "%u nodes x %u NICs per node from NIC %u exceed the %u NICs of the scenario", nodes,
+			 e->nics_per_node, e->first_nic, nics);
+	e->nodes = nodes;
+	e->placement = (enum placement_policy)cfg_enum(c, "placement", PLACE_AUTO, placements);
+	e->time_mode = (enum cxisim_time_mode)cfg_enum(c, "time_mode", CXISIM_TIME_REALTIME, time_modes);
+	if (e->time_mode != CXISIM_TIME_REALTIME)
+		cfg_fail(c, "time_mode", "only 'realtime' is implemented by this daemon");
+	e->slowdown = param_get(c, &emu_params[2]);
+	e->lead = (simtime_t)(param_get(c, &emu_params[3]) * 1e6);
+	e->max_clients = (uint32_t)param_get_u64(c, &emu_params[4]);
+	sim_world_set(sim, "emulation", e);
+	sim_on_destroy(sim, free, e);
+}
+
+struct emu_cfg *emu_get(struct sim *sim)
+{
+	return sim_world_get(sim, "emulation");
+}
+
+int emu_place(struct emu_cfg *e, int32_t requested_node, int32_t rank)
+{
+	if (requested_node >= 0)
+		return (uint32_t)requested_node < e->nodes ? requested_node : -1;
+	switch (e->placement) {
+	case PLACE_NODE0:
+		return 0;
+	case PLACE_RANK:
+		return rank >= 0 ? (int)((uint32_t)rank % e->nodes) : 0;
+	case PLACE_ROUND_ROBIN:
+		return (int)(e->next_rr++ % e->nodes);
+	case PLACE_AUTO:
+	default:
+		if (rank >= 0)
+			return (int)((uint32_t)rank % e->nodes);
+		return (int)(e->next_rr++ % e->nodes);
+	}
+}
+
+uint32_t emu_nic_addr(const struct emu_cfg *e, uint32_t node, uint32_t index)
+{
+	return e->first_nic + node * e->nics_per_node + index;
+}
+
+static struct model emu_model = {
+	.key = "emulation",
+	.order = 40,
+	.build = emu_build,
+	.params = emu_params,
+	.nparams = ARRAY_SIZE(emu_params),
+};
+MODEL_REGISTER(emu_model)

@@ -1,0 +1,21 @@
+# Workloads: the SimGrid peer of the RPC storm, and the workload benchmarks of `make bench`:
+#   bench-fig5   the full seed 000 Fig 5 sweep (both strategies, 104 to 53,248 clients), wall time and the
+#                seed's validation targets at full scale
+#   bench-storm  RPC storm (10,000 clients x 8 in flight, 64-B RPCs, one server, 10,240-endpoint dragonfly)
+#                in cxisim and in SimGrid 3.32, RPCs per wall second and their ratio
+#   bench-seed   Fig 4 and Fig 10 at full scale (validation targets)
+SIMGRID_RPC_STORM := $(BUILD)/bench/simgrid_rpc_storm
+ALL_TARGETS += $(SIMGRID_RPC_STORM)
+BENCH_TARGETS += bench-fig5 bench-storm bench-seed
+
+$(SIMGRID_RPC_STORM): $(BUILD)/obj/tests/bench/simgrid_rpc_storm.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lsimgrid
+
+.PHONY: bench-fig5 bench-storm bench-seed
+bench-fig5: build-all
+	@CXISIM_BUILD=$(BUILD) $(PYTHON) tests/bench/bench_workloads.py fig5
+bench-storm: build-all
+	@CXISIM_BUILD=$(BUILD) SIMGRID_RPC_STORM=$(SIMGRID_RPC_STORM) $(PYTHON) tests/bench/bench_workloads.py storm
+bench-seed: build-all
+	@CXISIM_BUILD=$(BUILD) $(PYTHON) tests/bench/bench_workloads.py seed

@@ -1,0 +1,176 @@
+"""Helpers for the provider's tests: run real programs over the simulated fabric with `cxisim exec`, and
+start/stop a daemon of our own when a test needs to watch or kill it."""
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+BUILD = os.environ.get("CXISIM_BUILD", "build")
+BUILD_DIR = os.path.join(REPO, BUILD)
+CXISIM = os.path.join(REPO, "cxisim")
+DAEMON = os.path.join(BUILD_DIR, "bin", "cxisimd")
+PROGS = os.path.join(BUILD_DIR, "tests", "provider")
+SANITIZED = BUILD.rstrip("/").endswith("-san")
+
+
+def prog(name):
+    return os.path.join(PROGS, name)
+
+
+def _sanitizer_preload():
+    """Under SANITIZE=1 the provider library carries ASan/UBSan; programs we did not build (fi_info,
+    fi_pingpong, mpirun, NPopenmpi) need the runtimes preloaded to load it."""
+    libs = []
+    for lib in ("libasan.so", "libubsan.so"):
+        p = subprocess.run(["gcc", f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
+        if os.path.isabs(p):
+            libs.append(p)
+    return ":".join(libs)
+
+
+PRELOAD = _sanitizer_preload() if SANITIZED else ""
+
+
+def base_env():
+    env = dict(os.environ, CXISIM_BUILD=BUILD)
+    env.pop("CXISIM_SOCKET", None)
+    if SANITIZED:
+        env.setdefault("ASAN_OPTIONS", "abort_on_error=1:detect_leaks=1")
+        env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    return env
+
+
+def wrap(cmd):
+    """The command line to run CMD with.  Under SANITIZE=1 the sanitizer runtimes are preloaded, and leak
+    checking is left to our own programs and the daemon: Open MPI and libfabric's tools leak at exit by
+    design (dlclosed components), which says nothing about the provider."""
+    if not PRELOAD:
+        return list(cmd)
+    ours = os.path.realpath(cmd[0]).startswith(os.path.realpath(BUILD_DIR))
+    extra = [] if ours else ["ASAN_OPTIONS=abort_on_error=1:detect_leaks=0"]
+    return ["env", f"LD_PRELOAD={PRELOAD}", *extra, *cmd]
+
+
+def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None):
+    """Run CMD (list) under `cxisim exec`; returns CompletedProcess (stdout+stderr text).  With `out`, the
+    daemon writes its metrics there."""
+    args = [sys.executable, CXISIM, "exec"]
+    if scenario:
+        args += ["--scenario", scenario]
+    if out:
+        args += ["--out", str(out)]
+    for k, v in (sets or {}).items():
+        args += ["--set", f"{k}={v}"]
+    args += ["--", *wrap(cmd)]
+    e = base_env()
+    if env:
+        e.update(env)
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=e, cwd=REPO)
+
+
+def provider_env(sock):
+    """Environment of a process that uses our provider with the daemon at `sock`."""
+    env = base_env()
+    env["FI_PROVIDER_PATH"] = os.path.join(BUILD_DIR, "provider")
+    env["CXISIM_SOCKET"] = sock
+    env["CXISIM_DAEMON"] = DAEMON
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+    return env
+
+
+def foreign_env(env):
+    """`env` for running a program we did not build (fi_info...) directly under SANITIZE=1."""
+    if PRELOAD:
+        env = dict(env, ASAN_OPTIONS="abort_on_error=1:detect_leaks=0")
+    return env
+
+
+DEFAULT_SCENARIO = {
+    "name": "provider-test",
+    "seed": 1,
+    "fabric": {"topology": "direct", "endpoints": 17, "latency_ns": 350},
+    "nic": {},
+    "emulation": {"nodes": 8, "nics_per_node": 2},
+}
+
+
+class Daemon:
+    """A cxisimd of the test's own (so it can be queried, killed, or left running)."""
+
+    def __init__(self, tmpdir, scenario=None, private=False, extra=()):
+        self.tmp = str(tmpdir)
+        self.sock = os.path.join(self.tmp, "d.sock")
+        cfg = os.path.join(self.tmp, "scenario.json")
+        with open(cfg, "w") as f:
+            json.dump(scenario or DEFAULT_SCENARIO, f)
+        self.log = open(os.path.join(self.tmp, "cxisimd.log"), "w")
+        args = [DAEMON, "--socket", self.sock, "--config", cfg, *extra]
+        if private:
+            args.append("--private")
+        self.proc = subprocess.Popen(args, stderr=self.log, env=base_env())
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"cxisimd exited with {self.proc.returncode}: {self.log_text()}")
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                s.connect(self.sock)
+                s.close()
+                return
+            except OSError:
+                time.sleep(0.01)
+        raise RuntimeError("cxisimd did not start")
+
+    def env(self):
+        env = provider_env(self.sock)
+        env["CXISIM_NO_AUTOSTART"] = "1"
+        return env
+
+    def log_text(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
+    def status(self):
+        return daemon_status(self.sock)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+CTL_STATUS = 7
+
+
+def ctl_request(sock_path, op, body=b"", seq=1):
+    """One control request on a fresh connection (the daemon's wire format: op, seq, status, len)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(sock_path)
+    try:
+        s.send(struct.pack("<IIiI", op, seq, 0, len(body)) + body)
+        rep = s.recv(8192)
+    finally:
+        s.close()
+    op_, seq_, status, ln = struct.unpack("<IIiI", rep[:16])
+    return status, rep[16:16 + ln]
+
+
+def daemon_status(sock_path):
+    status, body = ctl_request(sock_path, CTL_STATUS)
+    assert status == 0
+    return json.loads(body.decode())

@@ -1,0 +1,57 @@
+"""FI_CXI_* variables of the application reach the NIC model: the daemon's telemetry (Cassini counter
+names) shows software matching on the request list, rendezvous or eager transfers, as the variables ask.
+Provider-level switches (key cache, optimized MRs, match mode) are read back through fi_control."""
+import json
+
+import pytest
+
+from provider_helpers import cxisim_exec, prog
+
+
+def counters(tmp_path, env, size="65536"):
+    script = tmp_path / "pp.sh"
+    script.write_text(
+        "#!/bin/bash\n"
+        f"fi_pingpong -p cxi -e rdm -S {size} -I 20 -c > /dev/null 2>&1 &\n"
+        "srv=$!\nsleep 0.3\n"
+        f"fi_pingpong -p cxi -e rdm -S {size} -I 20 -c localhost\nrc=$?\nwait $srv\nexit $rc\n")
+    script.chmod(0o755)
+    out = tmp_path / "out"
+    r = cxisim_exec([str(script)], env=env, out=out, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(out / "metrics.json") as f:
+        return json.load(f)["stats"]["counters"]
+
+
+def total(c, part):
+    return sum(v for k, v in c.items() if part in k)
+
+
+def test_defaults_hardware_matching_and_rendezvous(tmp_path):
+    c = counters(tmp_path, {})
+    assert total(c, "C_CNTR_LPE_NET_MATCH_PRIORITY") > 0
+    assert total(c, "C_CNTR_LPE_NET_MATCH_REQUEST_") == 0
+    # 64 KiB is above FI_CXI_RDZV_THRESHOLD (16384): rendezvous Puts and the target's Gets
+    assert total(c, "C_CNTR_LPE_RENDEZVOUS_PUT_CMDS") >= 40
+    assert total(c, "C_CNTR_LPE_GET_CMDS") >= 40
+
+
+def test_software_match_mode(tmp_path):
+    c = counters(tmp_path, {"FI_CXI_RX_MATCH_MODE": "software"})
+    assert total(c, "C_CNTR_LPE_NET_MATCH_REQUEST_") >= 40, "every message lands on the request list"
+
+
+def test_rendezvous_threshold(tmp_path):
+    c = counters(tmp_path, {"FI_CXI_RDZV_THRESHOLD": "1000000"})
+    assert total(c, "C_CNTR_LPE_RENDEZVOUS_PUT_CMDS") == 0
+    assert total(c, "C_CNTR_LPE_GET_CMDS") == 0
+
+
+@pytest.mark.parametrize("env", [
+    {"FI_CXI_PROV_KEY_CACHE": "0"},
+    {"FI_CXI_OPTIMIZED_MRS": "0"},
+    {"FI_CXI_RX_MATCH_MODE": "hybrid"},
+])
+def test_provider_switches_from_env(env):
+    r = cxisim_exec([prog("prov_errors")], env=env)
+    assert r.returncode == 0 and "PASSED prov_errors" in r.stdout, r.stdout + r.stderr

@@ -1,0 +1,125 @@
+"""libfabric's own programs over the simulated fabric: fi_info lists the "cxi" provider with the real
+provider's attributes, and fi_pingpong runs with data checks in message and tagged modes for every size up
+to (and past) 1 MiB."""
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from provider_helpers import cxisim_exec, foreign_env, provider_env
+
+
+def fi_info_blocks(text):
+    return [b for b in text.split("---") if "fi_info:" in b]
+
+
+def field(block, name):
+    m = re.search(rf"^\s*{name}: (.*)$", block, re.M)
+    return m.group(1).strip() if m else None
+
+
+def test_fi_info_lists_provider():
+    r = cxisim_exec(["fi_info", "-p", "cxi"])
+    assert r.returncode == 0, r.stderr
+    assert "provider: cxi" in r.stdout
+    doms = set(re.findall(r"domain: (cxi\d+)", r.stdout))
+    assert doms == {"cxi0", "cxi1"}, "one domain per NIC of the node (2 in the default scenario)"
+    protos = re.findall(r"protocol: (\S+)", r.stdout)
+    assert "FI_PROTO_CXI" in protos
+    assert all(t == "FI_EP_RDM" for t in re.findall(r"type: (\S+)", r.stdout))
+
+
+def test_fi_info_attributes_match_reference():
+    r = cxisim_exec(["fi_info", "-p", "cxi", "-v"])
+    assert r.returncode == 0, r.stderr
+    blocks = fi_info_blocks(r.stdout)
+    # per NIC: provider keys, client keys, then the RNR protocol with both
+    assert len(blocks) == 8
+    b = blocks[0]
+    caps = field(b, "caps")
+    for c in ["FI_MSG", "FI_TAGGED", "FI_RMA", "FI_READ", "FI_WRITE", "FI_RECV", "FI_SEND", "FI_REMOTE_READ",
+              "FI_REMOTE_WRITE", "FI_DIRECTED_RECV", "FI_SOURCE", "FI_SOURCE_ERR", "FI_MULTI_RECV",
+              "FI_RMA_EVENT", "FI_FENCE", "FI_LOCAL_COMM", "FI_REMOTE_COMM"]:
+        assert c in caps, c
+    assert field(b, "addr_format") == "FI_ADDR_CXI"
+    assert re.fullmatch(r"fi_addr_cxi://0x[0-9a-f]{8}", field(b, "src_addr"))
+    assert field(b, "type") == "FI_EP_RDM"
+    assert field(b, "protocol") == "FI_PROTO_CXI"
+    assert field(b, "max_msg_size") == str(2**32 - 1)
+    assert field(b, "mem_tag_format") == "0x0000aaaaaaaaaaaa"
+    assert field(b, "inject_size") == "192"
+    assert re.findall(r"^\s*size: (\d+)", b, re.M) == ["1024", "1024"]
+    assert field(b, "iov_limit") == "1"
+    assert field(b, "threading") == "FI_THREAD_SAFE"
+    assert field(b, "control_progress") == "FI_PROGRESS_MANUAL"
+    assert field(b, "data_progress") == "FI_PROGRESS_MANUAL"
+    assert field(b, "mr_key_size") == "8"
+    assert "FI_MR_ENDPOINT" in field(b, "mr_mode") and "FI_MR_PROV_KEY" in field(b, "mr_mode")
+    assert field(b, "cq_data_size") == "8"
+    assert field(b, "auth_key_size") == "8"
+    assert field(b, "name") == "cxi0"
+    client = blocks[1]
+    assert field(client, "mr_key_size") == "4" and "FI_MR_PROV_KEY" not in field(client, "mr_mode")
+    rnr = blocks[2]
+    assert field(rnr, "inject_size") == "0"
+    assert field(rnr, "mem_tag_format") == "0x000000aaaaaaaaaa"
+    assert "FI_ORDER_SAS" not in field(rnr, "msg_order")
+
+
+def test_fi_info_device_name_filter():
+    r = cxisim_exec(["fi_info", "-p", "cxi"], env={"FI_CXI_DEVICE_NAME": "cxi1"})
+    assert r.returncode == 0, r.stderr
+    assert set(re.findall(r"domain: (cxi\d+)", r.stdout)) == {"cxi1"}
+
+
+def test_fi_info_env_vars_listed():
+    env = foreign_env(provider_env("/nonexistent"))
+    r = subprocess.run(["fi_info", "-e"], capture_output=True, text=True, env=env, timeout=30)
+    for v in ["FI_CXI_RX_MATCH_MODE", "FI_CXI_RDZV_THRESHOLD", "FI_CXI_OPTIMIZED_MRS", "FI_CXI_PROV_KEY_CACHE",
+              "FI_CXI_MR_MATCH_EVENTS", "FI_CXI_RNR_MAX_TIMEOUT_US", "FI_CXI_DEFAULT_VNI",
+              "FI_CXI_DEFAULT_CQ_SIZE", "FI_CXI_HYBRID_PREEMPTIVE", "FI_CXI_REQ_BUF_SIZE", "FI_CXI_OFLOW_BUF_SIZE"]:
+        assert v in r.stdout, v
+
+
+def test_private_daemon_autostart(tmp_path):
+    """No daemon running: the provider starts a private one with the default scenario, which exits once
+    its last client is gone."""
+    sock = str(tmp_path / "auto.sock")
+    env = foreign_env(provider_env(sock))
+    r = subprocess.run(["fi_info", "-p", "cxi"], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "domain: cxi0" in r.stdout
+    assert os.path.exists(sock)
+    deadline = time.monotonic() + 10
+    while os.path.exists(sock) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(sock), "the private daemon exits after its linger time"
+
+
+def run_pingpong(mode, tmp_path):
+    script = tmp_path / "pp.sh"
+    # -S all: every size of fi_pingpong's list, 1 B to 8 MiB; -c: data checks on every transfer.
+    script.write_text(
+        "#!/bin/bash\n"
+        f"fi_pingpong -p cxi -e rdm -m {mode} -S all -c -I 10 > {tmp_path}/server.txt 2>&1 &\n"
+        "srv=$!\nsleep 0.3\n"
+        f"fi_pingpong -p cxi -e rdm -m {mode} -S all -c -I 10 localhost\n"
+        "rc=$?\nwait $srv\nsrc=$?\n"
+        "exit $(( rc | src ))\n")
+    script.chmod(0o755)
+    r = cxisim_exec([str(script)], timeout=300)
+    server = (tmp_path / "server.txt").read_text()
+    return r, server
+
+
+@pytest.mark.parametrize("mode", ["msg", "tagged"])
+def test_fi_pingpong(mode, tmp_path):
+    r, server = run_pingpong(mode, tmp_path)
+    assert r.returncode == 0, f"client:\n{r.stdout}\n{r.stderr}\nserver:\n{server}"
+    for out in (r.stdout, server):
+        sizes = re.findall(r"^(\d+(?:\.\d+)?[km]?)\s+10\s+=10\s", out, re.M)
+        assert "1" in sizes and "1m" in sizes, out
+        assert len(sizes) >= 30
+        assert "error" not in out.lower()

@@ -1,0 +1,135 @@
+"""Seed 000 validations at reduced scale (full scale: `make bench`, tests/bench/bench_workloads.py).
+
+Only rpc_server.service_ns is calibrated (on the Fig 5 multi-recv single-thread rate, 1.3 M ops/s); every
+band below is a validation that must come out of the mechanism (docs/workloads.md).  They also guard the
+policies: a change that loses messages or halves the multi-recv rate fails here.
+"""
+import pytest
+
+from cxisim import seed000
+
+
+def band(name, v):
+    lo, hi = seed000.BANDS[name]
+    assert (lo is None or v >= lo) and (hi is None or v <= hi), f"{name}: {v:g} outside [{lo}, {hi}]"
+
+
+def rate(m):
+    assert m["rpc_client"]["lost"] == 0 and m["rpc_server"]["duplicates"] == 0
+    return m["rpc_server"]["rpc_rate"]
+
+
+@pytest.mark.parametrize("clients", [104, 1664])
+def test_fig5_multi_recv_above_1M(run_scenario, clients):
+    _, m = run_scenario("scenarios/fig5-rpc-rate.yaml.j2", {"clients": clients, "strategy": "multi_recv"})
+    band("fig5_multi_recv_min", rate(m))
+    # and not above the calibration point by more than the scatter of a short window
+    assert rate(m) < 1.45e6
+
+
+def test_fig5_standard_and_multi_recv_at_6656(run_scenario):
+    _, ms = run_scenario("scenarios/fig5-rpc-rate.yaml.j2", {"clients": 6656, "strategy": "standard"})
+    _, mm = run_scenario("scenarios/fig5-rpc-rate.yaml.j2", {"clients": 6656, "strategy": "multi_recv"})
+    band("fig5_standard_at_6656", rate(ms))
+    band("fig5_multi_recv_min", rate(mm))
+    # The mechanism behind it: 6,656 requests outstanding against 512 posted buffers, so most reposts are
+    # completed from the hardware unexpected list (extra provider events and a copy out of the overflow
+    # buffer), on top of the repost itself; multi-recv never reposts or copies at this load.
+    s = ms["rpc_server"]
+    assert s["unexpected_posts"] > 0.5 * s["requests"], s
+    assert s["posted_high_water"] == 512
+    assert mm["rpc_server"]["unexpected_posts"] == 0 and mm["rpc_server"]["multi_recv_copies"] == 0
+
+
+@pytest.fixture(scope="module")
+def fig4(tmp_path_factory):
+    """Fig 4 peaks at reduced scale: 1,664 client processes x 4 in flight, 1 and 2 server nodes."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from conftest import CXISIM, REPO, BUILD
+    out = tmp_path_factory.mktemp("fig4")
+    res = {}
+    for nodes in (1, 2):
+        for strategy in ("standard", "multi_recv"):
+            proc = subprocess.run([sys.executable, CXISIM, "run", os.path.join(REPO, "scenarios", "fig4-multithread.yaml.j2"),
+                                   "--out", str(out), "--set", f"nodes={nodes}", "--set", f"strategy={strategy}",
+                                   "--set", "clients=1664"], capture_output=True, text=True,
+                                  env=dict(os.environ, CXISIM_BUILD=BUILD))
+            assert proc.returncode == 0, proc.stderr
+            with open(os.path.join(proc.stdout.strip(), "metrics.json"), encoding="utf-8") as f:
+                res[(nodes, strategy)] = json.load(f)
+    return res
+
+
+def test_fig4_two_nodes(fig4):
+    band("fig4_multi_recv_2nodes_peak", rate(fig4[(2, "multi_recv")]))
+    band("fig4_standard_2nodes_peak", rate(fig4[(2, "standard")]))
+
+
+def test_fig4_two_nodes_double_one(fig4):
+    for s in ("multi_recv", "standard"):
+        band("fig4_scaling_2_over_1", rate(fig4[(2, s)]) / rate(fig4[(1, s)]))
+
+
+def test_fig4_multi_recv_an_order_above_standard(fig4):
+    assert rate(fig4[(2, "multi_recv")]) > 5 * rate(fig4[(2, "standard")])
+
+
+@pytest.mark.parametrize("nodes,name", [(1, "fig10_write_1node_gbs"), (2, "fig10_write_2nodes_gbs")])
+def test_fig10_bulk_write_and_read(run_scenario, nodes, name):
+    _, w = run_scenario("scenarios/fig10-bulk-bw.yaml.j2", {"nodes": nodes, "op": "write", "clients": 416})
+    _, r = run_scenario("scenarios/fig10-bulk-bw.yaml.j2", {"nodes": nodes, "op": "read", "clients": 416})
+    bw_w, bw_r = w["rpc_client"]["bulk"]["bandwidth_gbs"], r["rpc_client"]["bulk"]["bandwidth_gbs"]
+    band(name, bw_w)
+    # Seed 000: reads are slightly lower (46 vs 48, 84 vs 96 GB/s).  Our model has no mechanism that makes a
+    # server's RMA write slower than its RMA read, so reads come out equal to writes within the window's
+    # noise (docs/workloads.md lists this as a validation not met); a collapse of either still fails here.
+    assert 0.8 * bw_w < bw_r < 1.03 * bw_w, (bw_r, bw_w)
+    for m in (w, r):
+        assert m["rpc_client"]["failed"] == 0 and m["rpc_server"]["bulk"]["rma_errors"] == 0
+
+
+@pytest.fixture(scope="module")
+def fig9(tmp_path_factory):
+    import json
+    import os
+    import subprocess
+    import sys
+    from conftest import CXISIM, REPO, BUILD
+    out = tmp_path_factory.mktemp("fig9")
+    res = {}
+    for method in ("optimized", "standard", "prov_key_cache", "match_events"):
+        proc = subprocess.run([sys.executable, CXISIM, "run", os.path.join(REPO, "scenarios", "fig9-mr-methods.yaml.j2"),
+                               "--out", str(out), "--set", f"mr_method={method}", "--set", "measure_us=500"],
+                              capture_output=True, text=True, env=dict(os.environ, CXISIM_BUILD=BUILD))
+        assert proc.returncode == 0, proc.stderr
+        with open(os.path.join(proc.stdout.strip(), "metrics.json"), encoding="utf-8") as f:
+            b = json.load(f)["rpc_client"]["bulk"]
+        res[method] = (b["mr_reg_ns"]["p50"], b["mr_dereg_ns"]["p50"])
+    return res
+
+
+def test_fig9_order_of_methods(fig9):
+    opt, std, cache, ev = fig9["optimized"], fig9["standard"], fig9["prov_key_cache"], fig9["match_events"]
+    # optimized MRs: kernel time on both; standard: registration cheaper, deregistration considerably higher
+    assert std[0] < opt[0]
+    assert std[1] > 2 * std[0]
+    # key cache: deregistration (and registration) reduced
+    assert cache[1] < std[1] and cache[0] < std[0]
+    # match events: deregistration without the kernel call, but reg + dereg ~10x the key cache
+    assert ev[1] < std[1]
+    assert sum(ev) > 5 * sum(cache)
+
+
+def test_fig9_match_events_about_2us(fig9):
+    band("fig9_match_events_reg_dereg_ns", sum(fig9["match_events"]))
+
+
+def test_fig5_fi_source_beats_header_parsing(run_scenario):
+    # Seed 000 3.3: resolving the source in the provider (FI_SOURCE + FI_AV_USER_ID) sustains a higher rate
+    # than unpacking the address from the header and looking it up.
+    _, fast = run_scenario("scenarios/fig5-rpc-rate.yaml.j2", {"clients": 416, "source_lookup": "fi_source_user_id"})
+    _, slow = run_scenario("scenarios/fig5-rpc-rate.yaml.j2", {"clients": 416, "source_lookup": "header"})
+    assert rate(slow) < 0.9 * rate(fast), (rate(slow), rate(fast))
