@@ -232,6 +232,7 @@ struct df_ep {
 	struct df_flow *ring;       /* next sendable flow */
 	uint32_t nactive;
 	struct df_flow *idle_head, *idle_tail; /* idle flows whose last ack has left, oldest first */
+	simtime_t idle_at;          /* when the head's last ack is in (0: not known yet) */
 	/* What the last round of the ring that sent nothing found, while still true (sum_valid): per class
 	 * the smallest unit held back by credits (UINT32_MAX: none), and the earliest paced flow.  Until
 	 * credits reach one of those or time reaches `wake`, a kick cannot send and skips the round. */

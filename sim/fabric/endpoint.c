@@ -71,10 +71,12 @@ static void idle_del(struct df_ep *e, struct df_flow *f)
 {
 	if (!f->idle_listed)
 		return;
-	if (f->prev)
+	if (f->prev) {
 		f->prev->next = f->next;
-	else
+	} else {
 		e->idle_head = f->next;
+		e->idle_at = 0;
+	}
 	if (f->next)
 		f->next->prev = f->prev;
 	else
@@ -158,10 +160,13 @@ static bool flow_maybe_free(struct df *d, struct df_flow *f)
  * its way (the idle list, in the order those acks left). */
 static void idle_sweep(struct df *d, struct df_ep *e, simtime_t now)
 {
-	for (int k = 0; k < 2 && e->idle_head; k++) {
+	for (int k = 0; k < 2 && e->idle_head && e->idle_at <= now; k++) {
 		struct df_flow *f = e->idle_head;
-		if (f->ack_tail && f->ack_tail->at > now)
-			break;
+		if (!e->idle_at) {
+			e->idle_at = f->ack_tail ? f->ack_tail->at : 1;
+			if (e->idle_at > now)
+				break;
+		}
 		df_flow_absorb(d, f, now);
 		if (!flow_maybe_free(d, f))
 			break;
@@ -172,10 +177,12 @@ static void idle_add(struct df_ep *e, struct df_flow *f)
 {
 	f->next = NULL;
 	f->prev = e->idle_tail;
-	if (e->idle_tail)
+	if (e->idle_tail) {
 		e->idle_tail->next = f;
-	else
+	} else {
 		e->idle_head = f;
+		e->idle_at = f->ack_tail->at;
+	}
 	e->idle_tail = f;
 	f->idle_listed = 1;
 }
