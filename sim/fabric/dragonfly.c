@@ -159,11 +159,6 @@ bool df_port_peer(const struct df *d, uint32_t sw, uint32_t port, uint32_t *peer
 	return true;
 }
 
-simtime_t df_ser(const struct df *d, uint32_t wire)
-{
-	return (simtime_t)((double)wire * d->ps_per_byte + 0.5);
-}
-
 uint32_t df_unit_wire(const struct df *d, uint32_t payload)
 {
 	uint32_t npk = payload ? (payload + d->mtu - 1) / d->mtu : 1;

@@ -324,7 +324,11 @@ static inline void df_gateway(const struct df *d, uint32_t G, uint32_t T, uint32
 }
 /* Downstream end of (switch, port): switch id and its input port; false when the port is unconnected. */
 bool df_port_peer(const struct df *d, uint32_t sw, uint32_t port, uint32_t *peer_sw, uint32_t *peer_port);
-simtime_t df_ser(const struct df *d, uint32_t wire);
+/* Serialization of `wire` bytes on one link. */
+static inline simtime_t df_ser(const struct df *d, uint32_t wire)
+{
+	return (simtime_t)((double)wire * d->ps_per_byte + 0.5);
+}
 /* Wire bytes of a unit carrying `payload` (one header per packet it spans). */
 uint32_t df_unit_wire(const struct df *d, uint32_t payload);
 /* Minimal route between endpoints with the fewest switches: counts of local and global hops and switches. */
