@@ -124,6 +124,7 @@ struct cxip_environment {
 	int msg_offload;
 	int trunc_ok;
 	int disable_non_inject_msg_idc;
+	int enable_writedata;
 	char *device_name;
 	int odp, force_odp;
 };
@@ -229,6 +230,7 @@ struct cxip_domain {
 	int mr_mode;
 	enum fi_threading threading;
 	bool mr_match_events, optimized_mrs, prov_key_cache;
+	bool writedata;            /* FI_CXI_ENABLE_WRITEDATA with provider keys: fi_writedata and target completions */
 	int match_mode;            /* FI_OPT_CXI_SET_RX_MATCH_MODE_OVERRIDE, default FI_CXI_RX_MATCH_MODE */
 	size_t req_buf_size;       /* FI_OPT_CXI_SET_REQ_BUF_SIZE_OVERRIDE */
 	uint32_t tclass;
@@ -323,7 +325,8 @@ struct cxip_mr {
 	struct fid_mr mr_fid;
 	struct cxip_domain *dom;
 	struct cxip_ep *ep;      /* FI_MR_ENDPOINT binding */
-	struct cxip_cntr *cntr;  /* FI_REMOTE_WRITE counter binding */
+	struct cxip_cntr *cntr;  /* counter binding (FI_RMA_EVENT MRs) */
+	uint64_t cntr_flags;     /* FI_REMOTE_WRITE and/or FI_REMOTE_READ */
 	uint64_t access, flags;
 	const void *buf;
 	size_t len;

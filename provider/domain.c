@@ -357,6 +357,13 @@ int cxip_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	dom->optimized_mrs = cxip_env.optimized_mrs;
 	dom->mr_match_events = cxip_env.mr_match_events;
 	dom->prov_key_cache = cxip_env.prov_key_cache;
+	/* fi_writedata reports at the target through a second, reporting LE per MR (upstream's dual entry):
+	 * provider keys only, and neither cached nor optimized MRs can have one. */
+	dom->writedata = cxip_env.enable_writedata && (dom->mr_mode & FI_MR_PROV_KEY) && (dom->mr_mode & FI_MR_ENDPOINT);
+	if (dom->writedata) {
+		dom->prov_key_cache = false;
+		dom->optimized_mrs = false;
+	}
 	dom->match_mode = cxip_env.msg_offload ? cxip_env.rx_match_mode : CXIP_MATCH_SOFTWARE;
 	dom->req_buf_size = cxip_env.req_buf_size;
 	pthread_mutex_init(&dom->lock, NULL);

@@ -162,6 +162,8 @@ void cxip_env_init(void)
 	env_bool("trunc_ok", "Enables transaction truncation", &cxip_env.trunc_ok);
 	env_bool("disable_non_inject_msg_idc", "Disables IDC for non-inject messages",
 		 &cxip_env.disable_non_inject_msg_idc);
+	env_bool("enable_writedata", "Enable dual MR entries for FI_WRITEDATA support (needs FI_MR_PROV_KEY)",
+		 &cxip_env.enable_writedata);
 	env_bool("odp", "Enables on-demand paging", &cxip_env.odp);
 	env_bool("force_odp", "Force use of on-demand paging", &cxip_env.force_odp);
 	if (cxip_env.force_odp)

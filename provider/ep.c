@@ -80,6 +80,9 @@ static int bind_cntr(struct cxip_ep *ep, struct cxip_cntr *c, uint64_t flags)
 		return -FI_EBADFLAGS;
 	if (c->dom != ep->dom)
 		return -FI_EINVAL;
+	/* Remote-access counters need an endpoint created with FI_RMA_EVENT (fi_endpoint(3)). */
+	if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !(ep->caps & FI_RMA_EVENT))
+		return -FI_EINVAL;
 	for (int i = 0; i < 6; i++)
 		if ((flags & kinds[i]) && *slots[i])
 			return -FI_EINVAL;
@@ -172,6 +175,8 @@ static uint32_t open_flags(const struct cxip_ep *ep)
 		f |= EPF_PROV_KEYS;
 	if (dom->av_auth_key)
 		f |= EPF_MULTI_AUTH_KEY;
+	if (dom->writedata)
+		f |= EPF_ENABLE_WRITEDATA;
 	return f;
 }
 
@@ -378,8 +383,13 @@ static int ep_setopt(struct fid *fid, int level, int optname, const void *optval
 		size_t v = *(const size_t *)optval;
 		if (v > CXIP_EP_MAX_MULTI_RECV)
 			return -FI_EINVAL;
-		if (ep->enabled)
-			return -FI_EOPBADSTATE; /* the NIC software layer takes it when the endpoint is enabled */
+		/* As upstream, it may change at any time; it applies to multi-receive buffers posted afterwards
+		 * (fi_endpoint(3)).  The daemon applies control requests after the commands queued before them. */
+		if (ep->enabled) {
+			int ret = ep_ctrl(ep, EPCTRL_MIN_MULTI_RECV, v, NULL, 0);
+			if (ret)
+				return ret;
+		}
 		ep->min_multi_recv = v;
 		return 0;
 	}

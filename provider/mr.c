@@ -47,6 +47,10 @@ static uint32_t mr_flags(const struct cxip_mr *mr)
 		f |= MRF_MATCH_EVENTS;
 	if (mr->flags & FI_RMA_EVENT)
 		f |= MRF_RMA_EVENT;
+	if (mr->cntr_flags & FI_REMOTE_WRITE)
+		f |= MRF_CT_REMOTE_WRITE;
+	if (mr->cntr_flags & FI_REMOTE_READ)
+		f |= MRF_CT_REMOTE_READ;
 	return f;
 }
 
@@ -62,6 +66,7 @@ int cxip_mr_enable_on(struct cxip_mr *mr, struct cxip_ep *ep)
 		.addr = (uint64_t)(uintptr_t)mr->buf,
 		.len = mr->len,
 		.ct = mr->cntr ? mr->cntr->id : 0,
+		.context = (uint64_t)(uintptr_t)mr->mr_fid.fid.context,
 	};
 	if (!(mr->dom->mr_mode & FI_MR_ENDPOINT))
 		req.flags |= MRF_DOMAIN_KEY;
@@ -109,6 +114,8 @@ static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 			return -FI_EBADFLAGS;
 		if (!(mr->dom->mr_mode & FI_MR_ENDPOINT) || mr->ep || ep->dom != mr->dom)
 			return -FI_EINVAL;
+		if ((mr->flags & FI_RMA_EVENT) && !(ep->caps & FI_RMA_EVENT))
+			return -FI_EINVAL; /* fi_mr(3): the endpoint needs FI_RMA_EVENT (upstream checks it here) */
 		mr->ep = ep;
 		p->ep_next = ep->mrs;
 		ep->mrs = mr;
@@ -116,11 +123,12 @@ static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	}
 	case FI_CLASS_CNTR: {
 		struct cxip_cntr *c = (struct cxip_cntr *)bfid;
-		if (flags != FI_REMOTE_WRITE)
+		if (!flags || (flags & ~(FI_REMOTE_WRITE | FI_REMOTE_READ)))
 			return -FI_EBADFLAGS;
 		if (mr->cntr || c->dom != mr->dom || !(mr->flags & FI_RMA_EVENT))
 			return -FI_EINVAL;
 		mr->cntr = c;
+		mr->cntr_flags = flags;
 		atomic_fetch_add(&c->ref, 1);
 		return 0;
 	}

@@ -26,6 +26,9 @@ static ssize_t do_rma(struct cxip_ep *ep, bool write, const void *buf, size_t le
 		return -FI_EKEYREJECTED;
 	if ((flags & FI_INJECT) && (!write || len > CXIP_INJECT_SIZE))
 		return -FI_EMSGSIZE;
+	/* Remote CQ data needs the domain's writedata support (FI_CXI_ENABLE_WRITEDATA, provider keys). */
+	if ((flags & FI_REMOTE_CQ_DATA) && (!write || !ep->dom->writedata))
+		return -FI_EBADFLAGS;
 	struct cxs_cmd cmd = { .op = write ? CXS_CMD_WRITE : CXS_CMD_READ, .context = (uint64_t)(uintptr_t)context,
 			       .addr = (uint64_t)(uintptr_t)buf, .len = len, .tag = key, .aux = addr };
 	struct cxip_addr a;
@@ -137,6 +140,8 @@ static ssize_t rma_writedata(struct fid_ep *fid, const void *buf, size_t len, vo
 {
 	struct cxip_ep *ep = (struct cxip_ep *)fid;
 	(void)desc;
+	if (!ep->dom->writedata)
+		return -FI_ENOSYS; /* as upstream without FI_CXI_ENABLE_WRITEDATA (fi_no_rma_writedata) */
 	return do_rma(ep, true, buf, len, dest, addr, key, data, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA);
 }
 
@@ -144,6 +149,8 @@ static ssize_t rma_injectdata(struct fid_ep *fid, const void *buf, size_t len, u
 			      uint64_t addr, uint64_t key)
 {
 	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (!ep->dom->writedata)
+		return -FI_ENOSYS;
 	return do_rma(ep, true, buf, len, dest, addr, key, data, NULL,
 		      FI_INJECT | FI_REMOTE_CQ_DATA | CXIP_NO_COMPLETION);
 }

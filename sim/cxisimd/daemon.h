@@ -4,6 +4,7 @@
  *
  *   server.c    socket, clients, control requests, client death
  *   endpoint.c  endpoints: command queues -> sw layer, completions -> event queues, counters, MRs
+ *               (FI_PEEK/FI_CLAIM go to the sw layer's search of the unexpected messages)
  *   host.c      the NIC's DMA into real processes (process_vm_readv/writev)
  *   clock.c     time modes (realtime: virtual time follows the wall clock)
  *   emulation.c the "emulation" scenario section: nodes, NICs per node, placement, time mode
@@ -108,7 +109,6 @@ struct dep {
 	uint32_t close_seq;
 	simtime_t close_deadline;
 	sim_timer close_timer;
-	struct peek_state *peek; /* peek.c: messages taken by FI_PEEK */
 };
 
 struct dmr {
@@ -116,6 +116,8 @@ struct dmr {
 	struct dep *ep;
 	struct sw_mr *mr;
 	struct dct *ct;
+	uint32_t ct_flags;     /* MRF_CT_REMOTE_WRITE / MRF_CT_REMOTE_READ */
+	uint64_t context;      /* the MR's fid context in the process */
 	uint32_t pending_seq;  /* control request waiting for the registration / close to finish */
 	bool registered, closing;
 };
@@ -127,10 +129,7 @@ struct dop {
 	uint64_t context;     /* provider's context, echoed in events */
 	uint32_t cflags;      /* enum cxs_cmd_flags of the command */
 	uint16_t op;          /* enum cxs_cmd_op */
-	bool peek;            /* a peek receive (peek.c) */
 	uint16_t payload_len;
-	uint64_t tag, ignore; /* peek: the match it asked for */
-	uint32_t peer;
 	unsigned char payload[192]; /* inject payload of an RMA write (the NIC reads it like IDC data) */
 };
 
@@ -210,19 +209,6 @@ void mr_abandon(struct dmr *mr);
 void queue_flush_backlog(struct dqueue *q);
 void ct_add(struct dct *ct, bool failure, uint64_t n);
 
-/* endpoint.c helpers for peek.c */
-struct dop *ep_op_new(struct dep *ep, const struct cxs_cmd *cmd);
-void ep_op_free(struct dop *op);
-/* A receive-side completion of a command (counts the receive counter, honours selective completion). */
-void ep_post_comp(struct dep *ep, uint64_t context, uint32_t cflags, const struct sw_comp *c);
-
-/* peek.c */
-struct peek_state;
-int peek_start(struct dep *ep, const struct cxs_cmd *cmd);
-bool peek_take(struct dep *ep, const struct cxs_cmd *cmd);
-void peek_done(struct dep *ep, struct dop *op, const struct sw_comp *c);
-bool peek_bounce_range(struct dep *ep, uint64_t addr, size_t len);
-void peek_free(struct dep *ep);
 
 /* host.c */
 extern const struct nic_mem_ops host_mem_ops;

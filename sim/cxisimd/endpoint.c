@@ -100,13 +100,11 @@ static void evq_post(struct dqueue *q, const void *data, uint16_t nslots)
 
 /* ---- operations ---- */
 
-struct dop *ep_op_new(struct dep *ep, const struct cxs_cmd *cmd)
+static struct dop *ep_op_new(struct dep *ep, const struct cxs_cmd *cmd)
 {
 	struct daemon *d = ep->o.c->d;
 	struct dop *op = pool_get(&d->op_pool);
 	memset(op, 0, offsetof(struct dop, payload));
-	op->tag = op->ignore = 0;
-	op->peer = 0;
 	op->ep = ep;
 	op->context = cmd->context;
 	op->cflags = cmd->flags;
@@ -119,7 +117,7 @@ struct dop *ep_op_new(struct dep *ep, const struct cxs_cmd *cmd)
 	return op;
 }
 
-void ep_op_free(struct dop *op)
+static void ep_op_free(struct dop *op)
 {
 	struct dep *ep = op->ep;
 	if (op->prev)
@@ -183,49 +181,53 @@ static void post_event(struct dep *ep, struct dqueue *q, uint64_t context, const
 	evq_post(q, buf, e->nslots);
 }
 
+/* Target side of a remote access to one of the endpoint's MRs (reported for FI_RMA_EVENT MRs, endpoints
+ * with remote counters, and fi_writedata): counters, and a receive completion for remote CQ data. */
+static void on_remote_access(struct dep *ep, const struct sw_comp *c)
+{
+	struct dmr *mr = c->op_context;
+	bool fail = c->err != 0, write = (c->flags & FI_REMOTE_WRITE) != 0;
+	if (mr && mr->ct && (mr->ct_flags & (write ? MRF_CT_REMOTE_WRITE : MRF_CT_REMOTE_READ)))
+		ct_add(mr->ct, fail, 1);
+	ct_add(ep->cts[write ? EPC_REM_WRITE : EPC_REM_READ], fail, 1);
+	/* fi_writedata: the data goes to the CQ bound for receives (FI_RECV includes FI_REMOTE_WRITE), with the
+	 * MR's context, as upstream writes it; a failed access is reported to the initiator only. */
+	if ((c->flags & FI_REMOTE_CQ_DATA) && !fail && mr)
+		post_event(ep, ep->rxq, mr->context, c);
+}
+
 /* The software layer's completion callback (TX and RX of one endpoint). */
 static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 {
 	struct dep *ep = ctx;
 	(void)sw;
+	if (c->mr) {
+		on_remote_access(ep, c);
+		return;
+	}
 	struct dop *op = c->op_context;
+	if (!op)
+		return;
 	bool fail = c->err != 0;
-	if (op && op->peek) {
-		peek_done(ep, op, c);
+	struct dct *ct = NULL;
+	struct dqueue *q = ep->txq;
+	switch (op->op) {
+	case CXS_CMD_SEND: ct = ep->cts[EPC_SEND]; break;
+	case CXS_CMD_RECV:
+		/* A peek receives nothing: it does not count as a received message. */
+		if (!(op->cflags & CXS_F_PEEK))
+			ct = ep->cts[EPC_RECV];
+		q = ep->rxq;
+		break;
+	case CXS_CMD_WRITE: ct = ep->cts[EPC_WRITE]; break;
+	case CXS_CMD_READ: ct = ep->cts[EPC_READ]; break;
+	}
+	ct_add(ct, fail, 1);
+	if (fail || (op->cflags & CXS_F_COMPLETION))
+		post_event(ep, q, op->context, c);
+	bool last = op->op != CXS_CMD_RECV || !(op->cflags & CXS_F_MULTI_RECV) || (c->flags & FI_MULTI_RECV);
+	if (last)
 		ep_op_free(op);
-		return;
-	}
-	if (op) {
-		struct dct *ct = NULL;
-		struct dqueue *q = ep->txq;
-		switch (op->op) {
-		case CXS_CMD_SEND: ct = ep->cts[EPC_SEND]; break;
-		case CXS_CMD_RECV: ct = ep->cts[EPC_RECV]; q = ep->rxq; break;
-		case CXS_CMD_WRITE: ct = ep->cts[EPC_WRITE]; break;
-		case CXS_CMD_READ: ct = ep->cts[EPC_READ]; break;
-		}
-		ct_add(ct, fail, 1);
-		if (fail || (op->cflags & CXS_F_COMPLETION))
-			post_event(ep, q, op->context, c);
-		bool last = op->op != CXS_CMD_RECV || !(op->cflags & CXS_F_MULTI_RECV) || (c->flags & FI_MULTI_RECV);
-		if (last)
-			ep_op_free(op);
-		return;
-	}
-	/* Target side of a remote operation. */
-	if (c->flags & FI_REMOTE_WRITE)
-		ct_add(ep->cts[EPC_REM_WRITE], fail, 1);
-	if (c->flags & FI_REMOTE_READ)
-		ct_add(ep->cts[EPC_REM_READ], fail, 1);
-	if ((c->flags & FI_REMOTE_CQ_DATA) || fail || (ep->flags & EPF_REMOTE_ACCESS && (c->flags & FI_RMA_EVENT)))
-		post_event(ep, ep->rxq, 0, c);
-}
-
-void ep_post_comp(struct dep *ep, uint64_t context, uint32_t cflags, const struct sw_comp *c)
-{
-	ct_add(ep->cts[EPC_RECV], c->err != 0, 1);
-	if (c->err || (cflags & CXS_F_COMPLETION))
-		post_event(ep, ep->rxq, context, c);
 }
 
 /* A failed command: complete it with an error at once. */
@@ -291,22 +293,23 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 		break;
 	}
 	case CXS_CMD_RECV: {
-		if (cmd->flags & CXS_F_PEEK) {
-			ret = (cmd->flags & CXS_F_TAGGED) ? peek_start(ep, cmd) : -FI_EINVAL;
-			break;
-		}
-		if (peek_take(ep, cmd))
-			return 0;
-		if (cmd->flags & CXS_F_CLAIM) {
-			ret = -FI_EINVAL; /* no message was claimed with this context */
-			break;
-		}
 		struct sw_addr src = peer_addr(cmd);
-		if (cmd->flags & CXS_F_MULTI_RECV)
-			flags |= FI_MULTI_RECV;
+		const struct sw_addr *from = (cmd->flags & CXS_F_DIRECTED) ? &src : NULL;
 		struct dop *op = ep_op_new(ep, cmd);
-		ret = sw_recv(ep->sw, cmd->addr, cmd->len, (cmd->flags & CXS_F_DIRECTED) ? &src : NULL, cmd->tag, cmd->aux,
-			      flags, op);
+		if (cmd->flags & CXS_F_PEEK) {
+			/* FI_PEEK [| FI_CLAIM | FI_DISCARD]: the claim is keyed by the application's context, which
+			 * the FI_CLAIM receive passes again (an fi_context it owns until then). */
+			flags |= (cmd->flags & CXS_F_CLAIM) ? FI_CLAIM : 0;
+			flags |= (cmd->flags & CXS_F_DISCARD) ? FI_DISCARD : 0;
+			ret = sw_peek(ep->sw, from, cmd->tag, cmd->aux, flags, cmd->context, op);
+		} else if (cmd->flags & CXS_F_CLAIM) {
+			ret = sw_recv_claimed(ep->sw, cmd->addr, cmd->len, cmd->context,
+					      (cmd->flags & CXS_F_DISCARD) ? FI_DISCARD : 0, op);
+		} else {
+			if (cmd->flags & CXS_F_MULTI_RECV)
+				flags |= FI_MULTI_RECV;
+			ret = sw_recv(ep->sw, cmd->addr, cmd->len, from, cmd->tag, cmd->aux, flags, op);
+		}
 		if (ret)
 			ep_op_free(op);
 		break;
@@ -443,6 +446,7 @@ static void env_from_req(struct sw_env *e, const struct ctl_ep_open_req *r)
 	e->prov_key_cache = r->flags & EPF_PROV_KEY_CACHE;
 	e->mr_match_events = r->flags & EPF_MR_MATCH_EVENTS;
 	e->trunc_ok = r->flags & EPF_TRUNC_OK;
+	e->enable_writedata = r->flags & EPF_ENABLE_WRITEDATA;
 }
 
 static struct dqueue *find_queue(struct client *c, uint32_t id, uint32_t kind)
@@ -493,6 +497,8 @@ int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_o
 	a.tx_size = req->tx_size;
 	a.rx_size = req->rx_size;
 	a.min_multi_recv = req->min_multi_recv;
+	/* Remote counters on an FI_RMA_EVENT endpoint count every access to its MRs. */
+	a.mr_events = (req->caps & FI_RMA_EVENT) && (cts[EPC_REM_READ] || cts[EPC_REM_WRITE]);
 	a.mem = &host_mem_ops;
 	a.mem_ctx = c;
 	a.comp = on_comp;
@@ -536,7 +542,6 @@ void ep_close(struct dep *ep)
 	/* Closing the software endpoint frees its PtlTEs, LEs and queues on the NIC; operations still in flight
 	 * are abandoned (their completions would have nowhere to go). */
 	sw_ep_close(ep->sw);
-	peek_free(ep);
 	while (ep->ops)
 		ep_op_free(ep->ops);
 	if (ep->cmdq)
@@ -610,6 +615,9 @@ int ep_ctrl(struct client *c, const struct ctl_ep_ctrl_req *req, void *rep, size
 		*rep_len = 0;
 		return 0;
 	case EPCTRL_MIN_MULTI_RECV:
+		sw_ep_set_min_multi_recv(ep->sw, req->value);
+		*rep_len = 0;
+		return 0;
 	case EPCTRL_TCLASS:
 		*rep_len = 0;
 		return -EOPNOTSUPP;
@@ -677,6 +685,8 @@ int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, boo
 	mr->o.kind = OBJ_MR;
 	mr->ep = ep;
 	mr->ct = ct;
+	mr->ct_flags = req->flags & (MRF_CT_REMOTE_WRITE | MRF_CT_REMOTE_READ);
+	mr->context = req->context;
 	client_add_obj(c, &mr->o);
 	mr->pending_seq = seq;
 	int ret = sw_mr_reg(ep->sw, req->addr, req->len, access, req->key, flags, mr_reg_done, mr, &mr->mr);

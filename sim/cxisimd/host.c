@@ -42,16 +42,8 @@ static int host_write(void *ctx, uint64_t addr, const void *src, size_t len)
 	struct client *c = ctx;
 	if (!len)
 		return 0;
-	if ((addr >> 62) == 1) {
-		/* Daemon memory the NIC may write: an endpoint's peek bounce region (peek.c), nothing else. */
-		uint64_t a = addr & ~HOST_DAEMON_ADDR;
-		for (struct obj *o = c->objs; o; o = o->next)
-			if (o->kind == OBJ_EP && peek_bounce_range((struct dep *)o, a, len)) {
-				memcpy((void *)(uintptr_t)a, src, len);
-				return 0;
-			}
-		return -EFAULT;
-	}
+	if ((addr >> 62) == 1)
+		return -EFAULT; /* daemon memory (inject payloads) is never a DMA destination */
 	if (addr >= USER_ADDR_END)
 		return -EFAULT;
 	if (c->dead)

@@ -24,7 +24,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define CXISIM_PROTO_VERSION 1
+#define CXISIM_PROTO_VERSION 2
 #define CXISIM_MAX_NICS_PER_NODE 16
 #define CXISIM_MAX_THREADS 256
 #define CXISIM_MAX_AUTH_KEYS 4 /* VNIs per endpoint (a CXI service owns up to 4) */
@@ -180,6 +180,7 @@ enum ep_open_flags {
 	EPF_MR_MATCH_EVENTS = 1u << 12,
 	EPF_PROV_KEYS = 1u << 13,     /* FI_MR_PROV_KEY domain */
 	EPF_MULTI_AUTH_KEY = 1u << 14,
+	EPF_ENABLE_WRITEDATA = 1u << 15, /* FI_CXI_ENABLE_WRITEDATA with provider keys: fi_writedata supported */
 };
 
 enum ep_cntr_slot { EPC_SEND, EPC_RECV, EPC_READ, EPC_WRITE, EPC_REM_READ, EPC_REM_WRITE, EPC_COUNT };
@@ -217,7 +218,7 @@ struct ctl_ep_open_rep {
 /* CTL_EP_CTRL: settings that may change after enable. */
 enum ep_ctrl_op {
 	EPCTRL_RNR_MAX_TIMEOUT = 1, /* value: microseconds */
-	EPCTRL_MIN_MULTI_RECV = 2,
+	EPCTRL_MIN_MULTI_RECV = 2,  /* value: bytes; applies to multi-receive buffers posted afterwards */
 	EPCTRL_TCLASS = 3,
 	EPCTRL_GET_STATS = 4,       /* reply: struct ctl_ep_stats */
 	EPCTRL_GET_RNR_APPEND_RETRIES = 5,
@@ -244,8 +245,10 @@ enum mr_reg_flags {
 	MRF_OPTIMIZED = 1u << 3,
 	MRF_CACHED = 1u << 4,       /* provider key cache: close leaves the memory exposed */
 	MRF_MATCH_EVENTS = 1u << 5,
-	MRF_RMA_EVENT = 1u << 6,    /* count remote accesses in the bound counter */
+	MRF_RMA_EVENT = 1u << 6,    /* FI_RMA_EVENT: every remote access is reported (counters) */
 	MRF_DOMAIN_KEY = 1u << 7,   /* a domain-scoped MR: the provider chose `key` (a client-style key) */
+	MRF_CT_REMOTE_WRITE = 1u << 8, /* the bound counter counts remote writes (fi_mr_bind FI_REMOTE_WRITE) */
+	MRF_CT_REMOTE_READ = 1u << 9,  /* ... and/or remote reads (FI_REMOTE_READ) */
 };
 
 struct ctl_mr_reg_req {
@@ -254,8 +257,9 @@ struct ctl_mr_reg_req {
 	uint64_t key;
 	uint64_t addr;
 	uint64_t len;
-	uint32_t ct;                /* counter for remote writes (0: none) */
+	uint32_t ct;                /* counter bound to the MR (0: none) */
 	uint32_t pad;
+	uint64_t context;           /* the MR's fid context: op_context of its target completions (fi_writedata) */
 };
 
 struct ctl_mr_reg_rep {

@@ -48,6 +48,7 @@ const char *c_rc_name(unsigned rc)
 	case C_RC_INVALID_AC: return "C_RC_INVALID_AC";
 	case C_RC_ILLEGAL_OP: return "C_RC_ILLEGAL_OP";
 	case C_RC_CMD_INVALID_ARG: return "C_RC_CMD_INVALID_ARG";
+	case C_RC_ADDR_OUT_OF_RANGE: return "C_RC_ADDR_OUT_OF_RANGE";
 	case C_RC_CANCELED: return "C_RC_CANCELED";
 	default: return "C_RC_UNKNOWN";
 	}

@@ -102,6 +102,7 @@ enum c_return_code {
 	C_RC_INVALID_AC = 33,
 	C_RC_ILLEGAL_OP = 46,
 	C_RC_CMD_INVALID_ARG = 50,
+	C_RC_ADDR_OUT_OF_RANGE = 52,
 	C_RC_CANCELED = 54,
 };
 

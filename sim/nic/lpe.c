@@ -146,6 +146,16 @@ static void le_ct(struct nic *nic, const struct nic_le *le, uint64_t bytes, bool
 		nic_ct_add(nic, le->ctn, (le->flags & C_LE_EVENT_CT_BYTES) ? bytes : 1, 0);
 }
 
+/* The NIC reports an explicit unlink of an LE only after the events of the requests that used it (as a
+ * Portals entry is released once the operations referencing it complete), so software never sees an
+ * event naming an entry it has already let go of. */
+static void le_busy(struct nic *nic, struct nic_le *le, simtime_t delay)
+{
+	simtime_t t = sim_now(nic->sim) + delay;
+	if (t > le->busy_until)
+		le->busy_until = t;
+}
+
 /* After a match consumed space: should a locally managed or use-once LE leave the list? */
 static bool le_retire(const struct nic_le *le)
 {
@@ -182,7 +192,11 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 	uint64_t dst = le->start + offset;
 	if (have && payload && ev_type == C_EVENT_PUT)
 		nic_mem_write(pte->lni, dst, payload, have);
-	simtime_t dma = delay + nic_dma_time(nic, have);
+	/* A PUT_OVERFLOW moves no data (software copies the eager bytes out of the overflow buffer), so its
+	 * events are written as the append is processed and keep the order of the matches: software tracks
+	 * a multi-receive buffer's offset with them.  PUT events wait for their DMA and may overtake each
+	 * other. */
+	simtime_t dma = ev_type == C_EVENT_PUT_OVERFLOW ? delay : delay + nic_dma_time(nic, have);
 	if (mlength < want)
 		(*nic->c.num_truncated[pte->pe])++;
 	if (le->flags & C_LE_MANAGE_LOCAL)
@@ -210,6 +224,7 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 	if (*retired)
 		ev.flags |= NIC_EVF_AUTO_UNLINKED;
 	bool rdzv_get = !landing && hdr->rendezvous && mlength > have;
+	le_busy(nic, le, dma);
 	if (!(le->flags & C_LE_EVENT_COMM_DISABLE) && !(le->flags & C_LE_EVENT_SUCCESS_DISABLE))
 		nic_post_target_event(nic, pte, &ev, dma);
 	le_ct(nic, le, mlength, true);
@@ -228,6 +243,41 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 		if (rdzv_get)
 			nic_issue_hw_rdzv_get(nic, pte, le, dst + have, mlength - have, hdr, dma);
 	}
+}
+
+/* ---------------------------------------------------------------- bounds of remotely addressed LEs */
+
+/* An LE whose offsets come from the initiator (not locally managed: memory regions) is accessed only
+ * inside [start, start + length).  A request that reaches past its end fails as a whole -- nothing is
+ * read or written -- rather than being truncated: the initiator's ACK or reply, and the target event,
+ * carry the error (upstream prov/cxi reports it as FI_EIO at the initiator).  Locally managed LEs
+ * (receives, overflow and request buffers) truncate instead. */
+static bool le_out_of_bounds(const struct nic_le *le, uint64_t offset, uint64_t len)
+{
+	return !(le->flags & C_LE_MANAGE_LOCAL) && (offset > le->length || len > le->length - offset);
+}
+
+static void le_bounds_fail(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_le *hdr,
+			   uint8_t ev_type, simtime_t delay)
+{
+	(*nic->c.le_bounds_errors)++;
+	le_busy(nic, le, delay);
+	if (pte->opts.en_event_match) {
+		struct nic_event mev;
+		event_from_le(&mev, C_EVENT_MATCH, le);
+		event_hdr(&mev, hdr);
+		mev.start = le->start + hdr->remote_offset;
+		nic_post_target_event(nic, pte, &mev, delay);
+	}
+	struct nic_event ev;
+	event_from_le(&ev, ev_type, le);
+	event_hdr(&ev, hdr);
+	ev.rc = C_RC_ADDR_OUT_OF_RANGE;
+	ev.start = le->start + hdr->remote_offset;
+	ev.mlength = 0;
+	if (!(le->flags & C_LE_EVENT_COMM_DISABLE))
+		nic_post_target_event(nic, pte, &ev, delay);
+	le_ct(nic, le, 0, false);
 }
 
 /* ---------------------------------------------------------------- network Put */
@@ -325,6 +375,11 @@ static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	}
 	cost += walked * np->match_per_le;
 	*nic->c.les_searched += walked;
+	if (le && le_out_of_bounds(le, p->remote_offset, p->rlength)) {
+		le_bounds_fail(nic, pte, le, &hdr, C_EVENT_PUT, cost);
+		nic_send_ack(nic, p, C_RC_ADDR_OUT_OF_RANGE, C_PTL_LIST_PRIORITY, 0, cost + np->ack_gen);
+		return cost;
+	}
 	if (le) {
 		(*nic->c.net_match_priority[pte->pe])++;
 		(*nic->c.net_match_success[pte->pe])++;
@@ -444,6 +499,14 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		nic_send_pkt(nic, r, cost + np->ack_gen);
 		return cost;
 	}
+	if (le_out_of_bounds(le, p->remote_offset, p->rlength)) {
+		struct nic_le hdr;
+		hdr_from_pkt(&hdr, p);
+		le_bounds_fail(nic, pte, le, &hdr, C_EVENT_GET, cost);
+		r->rc = C_RC_ADDR_OUT_OF_RANGE;
+		nic_send_pkt(nic, r, cost + np->ack_gen);
+		return cost;
+	}
 	(*nic->c.net_match_priority[pte->pe])++;
 	(*nic->c.net_match_success[pte->pe])++;
 	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : p->remote_offset;
@@ -467,6 +530,7 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	bool retired = le_retire(le);
 	access_note(pte, le, src, mlength, false);
 	simtime_t dma = cost + np->pcie_latency + nic_dma_time(nic, mlength);
+	le_busy(nic, le, dma);
 	struct nic_le hdr;
 	hdr_from_pkt(&hdr, p);
 	hdr.rlength = p->rlength;
@@ -606,7 +670,9 @@ static simtime_t tgt_unlink(struct nic *nic, struct nic_pte *pte, const struct n
 			event_from_le(&ev, C_EVENT_UNLINK, le);
 			ev.start = le->start + le->offset;
 			ev.mlength = (uint32_t)le->offset;
-			nic_post_target_event(nic, pte, &ev, cost);
+			simtime_t now = sim_now(nic->sim);
+			simtime_t at = le->busy_until > now + cost ? le->busy_until - now : cost;
+			nic_post_target_event(nic, pte, &ev, at);
 			nic_le_list_remove(l, le);
 			nic_le_free(nic, le);
 			(*nic->c.unlink_success)++;

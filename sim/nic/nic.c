@@ -170,6 +170,7 @@ void nic_activate(struct nic *nic)
 	c->vni_not_found = ctr(nic, "sim.vni_not_found");
 	c->ptlte_not_found = ctr(nic, "sim.ptlte_not_found");
 	c->les_searched = ctr(nic, "sim.les_searched");
+	c->le_bounds_errors = ctr(nic, "sim.le_bounds_errors");
 	c->limit_hits = ctr(nic, "sim.limit_hits");
 	c->tx_bytes = ctr(nic, "sim.tx_bytes");
 	c->rx_bytes = ctr(nic, "sim.rx_bytes");

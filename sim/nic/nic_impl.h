@@ -47,6 +47,7 @@ struct nic_le {
 	uint32_t ctn;
 	uint64_t start;
 	uint64_t user_ptr;
+	simtime_t busy_until;    /* events of requests that used it are written until then */
 	/* Unexpected header (ule == true). */
 	uint32_t initiator;
 	uint32_t rlength, mlength;   /* requested bytes, eager bytes stored in the overflow buffer */
@@ -163,6 +164,7 @@ struct nic_counters {
 	uint64_t *pt_disabled_drops;    /* messages NACKed because the PtlTE was disabled */
 	uint64_t *vni_not_found, *ptlte_not_found;
 	uint64_t *les_searched;
+	uint64_t *le_bounds_errors;     /* remote accesses past a (not locally managed) LE's end */
 	uint64_t *limit_hits;           /* every time a limit was hit (LE pool, PE, EQ, cmdq) */
 	uint64_t *tx_bytes, *rx_bytes, *pkts_tx, *pkts_rx;
 	uint64_t *cmdq_full;

@@ -85,6 +85,7 @@ struct sw_env {
 	bool prov_key_cache;                /* FI_CXI_PROV_KEY_CACHE (1) */
 	bool mr_match_events;               /* FI_CXI_MR_MATCH_EVENTS (0) */
 	bool trunc_ok;                      /* FI_CXI_TRUNC_OK (0) */
+	bool enable_writedata;              /* FI_CXI_ENABLE_WRITEDATA (0): fi_writedata with target completions */
 	bool msg_offload;                   /* derived: rx_match_mode != software */
 };
 void sw_env_defaults(struct sw_env *e);
@@ -105,7 +106,14 @@ struct sw_addr {
 	uint16_t vni;
 };
 
-/* A completion (fi_cq_tagged_entry + fi_cq_err_entry + FI_SOURCE). */
+struct sw_mr;
+
+/* A completion (fi_cq_tagged_entry + fi_cq_err_entry + FI_SOURCE).
+ * Target side of a remote access (mr != NULL): a remote write or read served by one of the endpoint's MRs
+ * -- flags FI_RMA | FI_REMOTE_WRITE or FI_REMOTE_READ (+ FI_REMOTE_CQ_DATA and data for fi_writedata),
+ * len and buf the bytes and address accessed, src the initiator, err/prov_errno a failed access (e.g.
+ * past the MR's end); op_context is the MR's registration context.  Reported for every access to an MR
+ * registered with FI_RMA_EVENT or on an endpoint with attr.mr_events, and for every fi_writedata. */
 struct sw_comp {
 	void *op_context;
 	uint64_t flags;      /* FI_SEND, FI_RECV, FI_MSG, FI_TAGGED, FI_RMA, FI_READ, FI_WRITE, FI_MULTI_RECV,
@@ -119,6 +127,7 @@ struct sw_comp {
 	int err;             /* 0 or a positive FI_E* (FI_ETRUNC, FI_EIO, FI_ECANCELED, FI_ENOTCONN, ...) */
 	int prov_errno;      /* enum c_return_code, or 0 */
 	uint64_t olen;       /* FI_ETRUNC: bytes that did not fit */
+	struct sw_mr *mr;    /* target side of a remote access: the MR */
 };
 
 struct sw_ep;
@@ -136,7 +145,9 @@ struct sw_ep_attr {
 	uint32_t tx_size;            /* 1024 (max 16384) */
 	uint32_t rx_size;            /* 1024 (max 15360) */
 	uint32_t cq_size;            /* 0: env.default_cq_size */
-	uint64_t min_multi_recv;     /* FI_OPT_MIN_MULTI_RECV (64) */
+	uint64_t min_multi_recv;     /* FI_OPT_MIN_MULTI_RECV (64); sw_ep_set_min_multi_recv changes it later */
+	bool mr_events;              /* report every remote access to the endpoint's MRs (FI_RMA_EVENT endpoint
+				      * with remote counters bound) */
 	const struct nic_mem_ops *mem;
 	void *mem_ctx;
 	sw_comp_fn comp;             /* TX and RX completions */
@@ -164,6 +175,8 @@ struct nic *sw_ep_nic(const struct sw_ep *ep);
 void sw_ep_progress(struct sw_ep *ep);
 /* fi_set_val(FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME) */
 void sw_ep_set_rnr_max_timeout_us(struct sw_ep *ep, uint64_t us);
+/* fi_setopt(FI_OPT_MIN_MULTI_RECV) after enable: applies to multi-receive buffers posted from now on. */
+void sw_ep_set_min_multi_recv(struct sw_ep *ep, uint64_t min_free);
 
 /* Messaging.  flags: FI_TAGGED for the tagged API, FI_MULTI_RECV (untagged receives only), FI_INJECT,
  * FI_REMOTE_CQ_DATA, FI_COMPLETION, FI_MATCH_COMPLETE.  src (receive) may be NULL for FI_ADDR_UNSPEC.
@@ -172,10 +185,28 @@ int sw_recv(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *
 	    uint64_t ignore, uint64_t flags, void *context);
 int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_data, struct sw_addr dst,
 	    uint64_t tag, uint64_t data, uint64_t flags, void *context);
-/* Cancel a posted receive: FI_ECANCELED completion (with FI_MULTI_RECV for a multi-recv buffer). */
+/* Cancel a posted receive: FI_ECANCELED completion (with FI_MULTI_RECV for a multi-recv buffer, after the
+ * completions of the messages already placed in it).  A receive a message has already matched is not
+ * cancelled: that message completes it.  -FI_ENOENT: no cancellable receive with this context. */
 int sw_cancel(struct sw_ep *ep, void *context);
 
-/* RMA: remote address `addr` within the MR of key `key` at dst. */
+/* FI_PEEK: look for an unexpected message matching (src, tag, ignore) without receiving it.  flags:
+ * FI_TAGGED for the tagged API, plus FI_CLAIM (keep the message for sw_recv_claimed with claim_key) or
+ * FI_DISCARD (drop it).  Completes with op_context = context: the message's length (rlength), tag, data,
+ * FI_REMOTE_CQ_DATA and source; or err FI_ENOMSG (tag = the tag asked for).  -FI_EAGAIN: the RX context is
+ * moving messages between the hardware and software lists (flow control, hybrid switch); retry. */
+int sw_peek(struct sw_ep *ep, const struct sw_addr *src, uint64_t tag, uint64_t ignore, uint64_t flags,
+	    uint64_t claim_key, void *context);
+/* FI_CLAIM receive: the message a FI_PEEK | FI_CLAIM set aside under claim_key lands in buf (flags
+ * FI_DISCARD: dropped, completion len 0).  -FI_EINVAL: nothing is claimed under that key. */
+int sw_recv_claimed(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t claim_key, uint64_t flags,
+		    void *context);
+
+/* RMA: remote address `addr` within the MR of key `key` at dst.  An access reaching past the MR's end
+ * fails at the initiator (FI_EIO, prov_errno C_RC_ADDR_OUT_OF_RANGE) and moves no data -- except through
+ * the provider key cache, whose one LE covers the whole address space, as on the real NIC.
+ * sw_write flags FI_REMOTE_CQ_DATA (fi_writedata, with env.enable_writedata): `data` reaches the target
+ * as a target-side completion; the key must be a non-optimized, non-cached provider key (-FI_EINVAL). */
 int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
 	     uint64_t data, uint64_t flags, void *context);
 int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
@@ -187,7 +218,9 @@ int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, ui
  * -FI_EKEYREJECTED (key >= 2^32), -FI_ENOKEY (duplicate). */
 struct sw_mr;
 typedef void (*sw_mr_done_fn)(void *ctx, struct sw_mr *mr, int ret);
-/* sw_mr_reg flags: ask for a provider key (the domain's FI_MR_PROV_KEY mode) instead of requested_key. */
+/* sw_mr_reg flags: ask for a provider key (the domain's FI_MR_PROV_KEY mode) instead of requested_key;
+ * FI_RMA_EVENT: report every remote access (target-side completions; such MRs are not cached, and provider
+ * keys for them are not optimized, as upstream). */
 #define SW_MR_PROV_KEY (1ULL << 60)
 int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uint64_t requested_key,
 	      uint64_t flags, sw_mr_done_fn done, void *ctx, struct sw_mr **out);

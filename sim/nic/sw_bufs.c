@@ -12,9 +12,6 @@
 #include "../util.h"
 #include "sw_impl.h"
 
-void sw_rxc_request_arrival(struct sw_ep *ep, struct sw_ux *u);
-void sw_rxc_overflow_arrival(struct sw_ep *ep, struct sw_ux *u);
-
 /* ---------------------------------------------------------------- unexpected headers keyed by data address */
 
 static uint32_t slot_of(uint64_t key, uint32_t cap)
@@ -198,7 +195,7 @@ static void buf_put(struct sw_ep *ep, struct sw_buf *b, const struct nic_event *
 	if (u) {
 		struct sw_ux *n = ux_from_event(b, ev);
 		u->buf = b;
-		if (!u->waiting && !u->onloaded)
+		if (!u->waiting && !u->onloaded && !u->peek)
 			*u = *n;
 		free(n);
 		u->buf = b;

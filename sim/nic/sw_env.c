@@ -49,6 +49,8 @@ static const struct param cxi_params[] = {
 	{ "env.prov_key_cache", "bool", 1, 0, 1, "cassini-reference: FI_CXI_PROV_KEY_CACHE=1" },
 	{ "env.mr_match_events", "bool", 0, 0, 1, "cassini-reference: FI_CXI_MR_MATCH_EVENTS=0" },
 	{ "env.trunc_ok", "bool", 0, 0, 1, "cassini-reference: FI_CXI_TRUNC_OK=0" },
+	{ "env.enable_writedata", "bool", 0, 0, 1,
+	  "upstream prov/cxi: FI_CXI_ENABLE_WRITEDATA=0 (fi_writedata and its target completions need it)" },
 };
 
 
@@ -86,6 +88,7 @@ static const struct env_var env_vars[] = {
 	{ "PROV_KEY_CACHE", ENV_BOOL, F(prov_key_cache), 0, 1 },
 	{ "MR_MATCH_EVENTS", ENV_BOOL, F(mr_match_events), 0, 1 },
 	{ "TRUNC_OK", ENV_BOOL, F(trunc_ok), 0, 1 },
+	{ "ENABLE_WRITEDATA", ENV_BOOL, F(enable_writedata), 0, 1 },
 };
 #undef F
 

@@ -16,6 +16,7 @@
 
 void sw_req_list_push(struct sw_req_list *l, struct sw_req *r)
 {
+	sw_req_unlist(r);
 	r->next = NULL;
 	r->prev = l->tail;
 	if (l->tail)
@@ -24,12 +25,19 @@ void sw_req_list_push(struct sw_req_list *l, struct sw_req *r)
 		l->head = r;
 	l->tail = r;
 	l->len++;
-	r->queued = true;
+	r->on = l;
 }
 
 void sw_req_list_remove(struct sw_req_list *l, struct sw_req *r)
 {
-	if (!r->queued)
+	if (r->on == l)
+		sw_req_unlist(r);
+}
+
+void sw_req_unlist(struct sw_req *r)
+{
+	struct sw_req_list *l = r->on;
+	if (!l)
 		return;
 	if (r->prev)
 		r->prev->next = r->next;
@@ -41,7 +49,35 @@ void sw_req_list_remove(struct sw_req_list *l, struct sw_req *r)
 		l->tail = r->prev;
 	r->next = r->prev = NULL;
 	l->len--;
-	r->queued = false;
+	r->on = NULL;
+}
+
+/* ---------------------------------------------------------------- LE buffer ids */
+
+/* Cassini unlinks an LE by its buffer id, so every LE software may unlink needs one no other live LE of
+ * the endpoint has (upstream allocates request ids the same way).  Id 0 is left to the LEs that are never
+ * unlinked.  Released ids are reused; memory grows with the most ids ever live, not with 2^16. */
+int sw_id_alloc(struct sw_ep *ep, uint16_t *id)
+{
+	if (ep->nfree_ids) {
+		*id = ep->free_ids[--ep->nfree_ids];
+		return 0;
+	}
+	if (ep->next_id >= 0xffff)
+		return -FI_EAGAIN;
+	*id = (uint16_t)++ep->next_id;
+	return 0;
+}
+
+void sw_id_free(struct sw_ep *ep, uint16_t id)
+{
+	if (!id)
+		return;
+	if (ep->nfree_ids == ep->free_ids_cap) {
+		ep->free_ids_cap = ep->free_ids_cap ? 2 * ep->free_ids_cap : 16;
+		ep->free_ids = xrealloc(ep->free_ids, ep->free_ids_cap * sizeof(*ep->free_ids));
+	}
+	ep->free_ids[ep->nfree_ids++] = id;
 }
 
 void sw_ux_push(struct sw_ux_list *l, struct sw_ux *u)
@@ -273,7 +309,9 @@ static void dispatch(struct sw_ep *ep, uint32_t eqn, const struct nic_event *ev)
 	case SWK_RECV:
 	case SWK_RMSG:
 	case SWK_SEARCH:
-	case SWK_FLUSH: sw_rxc_event(ep, o, ev); break;
+	case SWK_FLUSH:
+	case SWK_PEEK:
+	case SWK_DISCARD: sw_rxc_event(ep, o, ev); break;
 	case SWK_OFLOW:
 	case SWK_REQBUF: sw_buf_event(ep, (struct sw_buf *)o, ev); break;
 	case SWK_SEND:
@@ -281,7 +319,8 @@ static void dispatch(struct sw_ep *ep, uint32_t eqn, const struct nic_event *ev)
 	case SWK_CTRL_MSG:
 	case SWK_RDZV_SRC: sw_txc_event(ep, o, ev); break;
 	case SWK_CTRL_LE: sw_ctrl_event(ep, ev); break;
-	case SWK_MR: sw_mr_event(ep, (struct sw_mr *)o, ev); break;
+	case SWK_MR:
+	case SWK_MR_WD: sw_mr_event(ep, o, ev); break;
 	case SWK_STATE: break;
 	default: sw_fatal(ep, "event %s for unknown object\n", c_event_type_name(ev->type));
 	}
@@ -413,6 +452,7 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 	ep->state_obj.kind = SWK_STATE;
 	ep->rdzv_src_obj.kind = SWK_RDZV_SRC;
 	ep->ctrl_le_obj.kind = SWK_CTRL_LE;
+	ep->cache_le_obj.kind = SWK_STATE;
 	ep->memops = (struct nic_mem_ops){ ep_read, ep_write };
 	rc = nic_lni_alloc(nic, attr->svc_id, attr->mem ? &ep->memops : NULL, ep, &ep->lni);
 	if (rc) {
@@ -472,6 +512,7 @@ void sw_ep_close(struct sw_ep *ep)
 	free(ep->priv);
 	free(ep->closed);
 	free(ep->fatal);
+	free(ep->free_ids);
 	free(ep);
 }
 

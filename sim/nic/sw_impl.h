@@ -26,6 +26,8 @@
 #define SW_KEY_CACHED (1ULL << 62)
 #define SW_KEY_ADDR_MASK ((1ULL << 56) - 1)
 #define SW_KEY_PROV (1ULL << 61) /* a provider key (not cached) */
+#define SW_KEY_OPT (1ULL << 60)  /* a provider key of an optimized MR (the initiator picks the PtlTE from it) */
+#define SW_KEY_WRITEDATA (1ULL << 59) /* fi_writedata's match bits: the MR's second LE, which reports */
 
 /* Provider-private memory (overflow and request buffers) lives at tagged addresses no application
  * address can take. */
@@ -45,6 +47,9 @@ enum sw_kind {
 	SWK_MR,
 	SWK_RMSG,
 	SWK_STATE,
+	SWK_PEEK,
+	SWK_DISCARD,
+	SWK_MR_WD,
 };
 
 struct sw_obj {
@@ -68,7 +73,14 @@ struct sw_ux {
 	struct sw_buf *buf;
 	struct sw_req *waiting;   /* a receive that matched it before its data event came */
 	struct nic_event ovf_ev;  /* that receive's PUT_OVERFLOW event */
+	uint64_t dst;             /* ... and where in it the message goes */
+	uint32_t dst_len;
 	bool in_map;
+	/* FI_PEEK | FI_CLAIM: set aside for the FI_CLAIM receive that names claim_key; ordinary receives and
+	 * peeks pass over it. */
+	bool claimed;
+	uint64_t claim_key;
+	struct sw_req *peek;      /* a claim or discard waiting for this header's data event */
 };
 
 struct sw_ux_list {
@@ -111,15 +123,23 @@ struct sw_req {
 	struct sw_obj obj;
 	struct sw_ep *ep;
 	struct sw_req *next, *prev;
+	struct sw_req_list *on;   /* the list it is queued on, if any */
 	void *context;
 	uint64_t flags;
-	uint16_t id;
+	uint16_t id;              /* receives: the LE's buffer_id, unique among the endpoint's live LEs */
 	/* receive */
 	uint64_t buf, ulen, start_offset;
 	uint64_t match_bits, ignore_bits;
 	uint32_t match_id;
-	bool tagged, multi, hw_offloaded, canceled, retired, queued;
-	bool completed;           /* done while its cancel's UNLINK is still in flight: freed by that event */
+	uint32_t min_free;        /* multi-recv: FI_OPT_MIN_MULTI_RECV when the buffer was posted */
+	bool tagged, multi, hw_offloaded, canceled, retired;
+	bool unlink_pending;      /* the cancel's UNLINK command has not come back yet */
+	bool cancel_unlinked;     /* the cancel took the LE off the list: the last completion is FI_ECANCELED */
+	bool done;                /* the final completion has been reported */
+	uint64_t mrecv_bytes;     /* multi-recv: buffer bytes of the messages reported so far */
+	uint64_t unlink_end;      /* multi-recv: buffer offset where it stopped taking messages (UINT64_MAX:
+				   * still taking them); every message below it must be reported first */
+	uint64_t claim_key;       /* peek: FI_CLAIM key */
 	uint32_t children;        /* rendezvous messages in flight into this (multi-)receive */
 	struct sw_rmsg *rmsgs;
 	/* send */
@@ -184,15 +204,22 @@ struct sw_rma {
 /* Memory region. */
 struct sw_mr {
 	struct sw_obj obj;
+	struct sw_obj wd_obj;     /* events of the fi_writedata LE */
 	struct sw_ep *ep;
 	struct sw_mr *next;
+	void *user;               /* registration context: op_context of its target-side completions */
 	uint64_t buf, len, access, key, flags;
 	bool optimized, cached, prov_key, enabled, closed, closing;
+	bool notify;              /* report every remote access (FI_RMA_EVENT) */
+	bool writedata;           /* has the fi_writedata LE */
+	bool close_timed, close_reported;
 	uint32_t ptn_w, ptn_r;    /* optimized: own PtlTEs */
-	uint16_t le_id;
+	uint16_t le_id, wd_id;    /* standard: buffer ids of its LEs on the control PtlTE */
+	uint32_t unlinks_pending; /* close: UNLINK events still to come (the NIC names the MR until then) */
 	uint64_t match_events, access_events;
 	sw_mr_done_fn done;
 	void *done_ctx;
+	sim_timer timer;          /* registration or close completing */
 	simtime_t close_deadline;
 };
 
@@ -225,6 +252,10 @@ struct sw_ep {
 	uint32_t drop_count;         /* drops reported by peers' FC_NOTIFY */
 	struct sw_req_list posted;   /* receives not yet matched (hardware-offloaded or software) */
 	struct sw_req_list replay;   /* receives whose append failed, to replay in order */
+	struct sw_req_list inflight; /* receives no longer matchable whose completion or NIC events are to come */
+	struct sw_req_list peeks;    /* FI_PEEK searches in flight */
+	uint16_t *free_ids;          /* LE buffer ids released for reuse */
+	uint32_t nfree_ids, free_ids_cap, next_id;
 	struct sw_ux_list ux;        /* software unexpected list */
 	struct sw_ux_list pending_ux;/* request-list arrivals during a hardware-to-software transition */
 	struct sw_ux **ux_map;       /* hardware unexpected headers keyed by data address */
@@ -260,6 +291,7 @@ struct sw_ep {
 	struct sw_region *closed;
 	uint32_t nclosed, closed_cap;
 	bool cache_le;                /* the key-cache LE is linked */
+	struct sw_obj cache_le_obj;   /* its events (errors only) */
 	uint32_t next_prov_key;
 
 	struct sw_ep_stats st;
@@ -281,7 +313,11 @@ uint64_t sw_priv_alloc(struct sw_ep *ep, uint64_t size);
 void sw_copy(struct sw_ep *ep, uint64_t dst, uint64_t src, uint64_t len);
 bool sw_eq_saturated(struct sw_ep *ep, uint32_t eqn);
 void sw_req_list_push(struct sw_req_list *l, struct sw_req *r);
-void sw_req_list_remove(struct sw_req_list *l, struct sw_req *r);
+void sw_req_list_remove(struct sw_req_list *l, struct sw_req *r); /* no-op unless r is on l */
+void sw_req_unlist(struct sw_req *r);                             /* off whatever list it is on */
+/* Buffer ids of LEs software may unlink (receives, MR LEs): 1..65535, unique per endpoint while live. */
+int sw_id_alloc(struct sw_ep *ep, uint16_t *id);
+void sw_id_free(struct sw_ep *ep, uint16_t id);
 void sw_ux_push(struct sw_ux_list *l, struct sw_ux *u);
 void sw_ux_remove(struct sw_ux_list *l, struct sw_ux *u);
 
@@ -291,8 +327,27 @@ void sw_rxc_event(struct sw_ep *ep, struct sw_obj *o, const struct nic_event *ev
 void sw_rxc_state_change(struct sw_ep *ep, const struct nic_event *ev);
 void sw_rxc_process_drops(struct sw_ep *ep, struct sw_addr src, uint32_t drops);
 void sw_rxc_fini(struct sw_ep *ep);
-bool sw_recv_matches(const struct sw_req *r, uint64_t match_bits, uint32_t initiator);
 void sw_rxc_pending_disable(struct sw_ep *ep, bool check_fc);
+void sw_rxc_onload_data(struct sw_ep *ep);
+
+/* sw_recv.c (receive requests) */
+bool sw_recv_matches(const struct sw_req *r, uint64_t match_bits, uint32_t initiator);
+struct sw_req *sw_recv_new(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *src, uint64_t tag,
+			   uint64_t ignore, uint64_t flags, void *context);
+void sw_recv_queue(struct sw_ep *ep, struct sw_req *r);
+void sw_recv_free(struct sw_ep *ep, struct sw_req *r);
+void sw_recv_event(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev);
+void sw_recv_rmsg_event(struct sw_ep *ep, struct sw_rmsg *m, const struct nic_event *ev);
+bool sw_ux_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u);
+void sw_ux_free(struct sw_ep *ep, struct sw_ux *u);
+struct sw_ux *sw_hw_ule_take(struct sw_ep *ep, const struct nic_event *ev);
+void sw_rxc_request_arrival(struct sw_ep *ep, struct sw_ux *u);
+void sw_rxc_overflow_arrival(struct sw_ep *ep, struct sw_ux *u);
+
+/* sw_peek.c (FI_PEEK, FI_CLAIM, FI_DISCARD) */
+void sw_peek_event(struct sw_ep *ep, struct sw_req *p, const struct nic_event *ev);
+void sw_peek_data_ready(struct sw_ep *ep, struct sw_ux *u);
+void sw_peek_fini(struct sw_ep *ep);
 
 /* sw_bufs.c (overflow / request buffers) */
 void sw_bufs_init(struct sw_ep *ep, uint8_t list);
@@ -324,7 +379,7 @@ int sw_rnr_send(struct sw_ep *ep, struct sw_req *r);
 void sw_rnr_ack(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev);
 
 /* sw_mr.c */
-void sw_mr_event(struct sw_ep *ep, struct sw_mr *mr, const struct nic_event *ev);
+void sw_mr_event(struct sw_ep *ep, struct sw_obj *o, const struct nic_event *ev);
 void sw_mr_fini(struct sw_ep *ep);
 void sw_mr_access_hook(void *ctx, uint32_t ptn, uint64_t le_user_ptr, uint64_t addr, uint64_t len, bool write);
 

@@ -1,8 +1,6 @@
-/* Provider software: the receive context (FI_PROTO_CXI).
- *
- * Receives are matched first against the software unexpected list, then offloaded to the PtlTE's
- * PRIORITY list (hardware matching) or, on a software-managed PtlTE, kept for software matching against
- * messages that land in request buffers.  The RX context follows the upstream state machine:
+/* Provider software: the receive context (FI_PROTO_CXI) -- its state machine and flow-control recovery.
+ * Receive requests themselves (posting, matching, completion, cancel) are in sw_recv.c, FI_PEEK and
+ * FI_CLAIM in sw_peek.c.
  *
  *   ENABLED --(NIC disables PtlTE / append fails)--> ONLOAD_FLOW_CONTROL[_REENABLE] --onload done-->
  *     FLOW_CONTROL --(peer drop counts match)--> ENABLED or ENABLED_SOFTWARE
@@ -21,529 +19,12 @@
 #define FC_SW_ONLOAD_MSG_FATAL \
 	"LE resources not recovered during flow control. FI_CXI_RX_MATCH_MODE=[hybrid|software] is required\n"
 #define FC_SW_LE_MSG_FATAL "LE exhaustion during flow control, FI_CXI_RX_MATCH_MODE=[hybrid|software] is required\n"
-#define HYBRID_RECV_CHECK_INTERVAL 64
 
 static struct sw_obj search_obj = { SWK_SEARCH };
 static struct sw_obj flush_obj = { SWK_FLUSH };
 
-static void recv_queue(struct sw_ep *ep, struct sw_req *r);
 static void onload_complete(struct sw_ep *ep);
 static void replay(struct sw_ep *ep);
-
-/* ---------------------------------------------------------------- matching and completion */
-
-bool sw_recv_matches(const struct sw_req *r, uint64_t match_bits, uint32_t initiator)
-{
-	if ((r->match_bits ^ match_bits) & ~r->ignore_bits)
-		return false;
-	return r->match_id == C_MATCH_ID_ANY || r->match_id == initiator;
-}
-
-static void recv_free(struct sw_ep *ep, struct sw_req *r)
-{
-	if (ep->rx_outstanding)
-		ep->rx_outstanding--;
-	free(r);
-}
-
-/* One completion for a message received into r.  `final` retires a multi-receive buffer. */
-static void recv_report(struct sw_ep *ep, struct sw_req *r, uint64_t buf, uint64_t len, uint64_t rlength,
-			uint64_t mb, uint64_t hdata, uint32_t initiator, uint16_t vni, uint8_t rc)
-{
-	bool final = !r->multi || (r->retired && r->children == 0);
-	struct sw_comp c = { 0 };
-	c.op_context = r->context;
-	c.flags = FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG);
-	if (mb & SW_MB_CQ_DATA)
-		c.flags |= FI_REMOTE_CQ_DATA;
-	if (r->multi && final)
-		c.flags |= FI_MULTI_RECV;
-	c.len = len;
-	c.buf = buf;
-	c.data = hdata;
-	c.tag = r->tagged ? (mb & SW_TAG_MASK) : 0;
-	c.src = (struct sw_addr){ .nic = C_MATCH_ID_NIC(initiator), .pid = (uint16_t)C_MATCH_ID_PID(initiator),
-				  .vni = vni };
-	c.src_valid = true;
-	if (rc != C_RC_OK) {
-		c.err = sw_rc_to_errno(rc);
-		c.prov_errno = rc;
-	} else if (rlength > len && !ep->env->trunc_ok) {
-		c.err = FI_ETRUNC;
-		c.olen = rlength - len;
-	}
-	sw_complete(ep, &c);
-	if (final) {
-		sw_req_list_remove(&ep->posted, r);
-		if (r->canceled && r->hw_offloaded)
-			r->completed = true; /* the cancel's UNLINK event still refers to r */
-		else
-			recv_free(ep, r);
-	}
-}
-
-/* ---------------------------------------------------------------- rendezvous messages */
-
-static struct sw_rmsg *rmsg_new(struct sw_req *r, uint64_t buf, uint64_t mb, uint64_t hdata, uint32_t initiator,
-				uint32_t rlength, uint32_t data_len, uint16_t vni, uint8_t rdzv_id)
-{
-	struct sw_rmsg *m = xcalloc(1, sizeof(*m));
-	m->obj.kind = SWK_RMSG;
-	m->recv = r;
-	m->buf = buf;
-	m->match_bits = mb;
-	m->header_data = hdata;
-	m->initiator = initiator;
-	m->rlength = rlength;
-	m->data_len = data_len;
-	m->vni = vni;
-	m->rendezvous_id = rdzv_id;
-	m->needed = 0xff;
-	m->rc = C_RC_OK;
-	m->next = r->rmsgs;
-	r->rmsgs = m;
-	r->children++;
-	return m;
-}
-
-static struct sw_rmsg *rmsg_find(struct sw_req *r, const struct nic_event *ev)
-{
-	for (struct sw_rmsg *m = r->rmsgs; m; m = m->next)
-		if (m->initiator == ev->initiator && m->rendezvous_id == ev->rendezvous_id &&
-		    m->match_bits == ev->match_bits)
-			return m;
-	return NULL;
-}
-
-static void rmsg_done(struct sw_ep *ep, struct sw_rmsg *m)
-{
-	struct sw_req *r = m->recv;
-	for (struct sw_rmsg **pp = &r->rmsgs; *pp; pp = &(*pp)->next) {
-		if (*pp == m) {
-			*pp = m->next;
-			break;
-		}
-	}
-	r->children--;
-	struct sw_rmsg c = *m;
-	free(m);
-	recv_report(ep, r, c.buf, c.data_len, c.rlength, c.match_bits, c.header_data, c.initiator, c.vni, c.rc);
-}
-
-static void rmsg_count(struct sw_ep *ep, struct sw_rmsg *m)
-{
-	if (++m->events >= m->needed)
-		rmsg_done(ep, m);
-}
-
-static void sw_get_issue(struct sw_ep *ep, struct sw_rmsg *m)
-{
-	ep->sw_gets_out++;
-	ep->st.sw_rdzv_gets++;
-	struct sw_addr src = { .nic = C_MATCH_ID_NIC(m->initiator), .pid = (uint16_t)C_MATCH_ID_PID(m->initiator),
-			       .vni = m->vni };
-	if (sw_issue_get(ep, src, m->remote_offset + m->eager, m->match_bits, m->rendezvous_id, m->buf + m->eager,
-			 m->data_len - m->eager, m, SW_PTL_IDX_RDZV_SRC, 0))
-		sw_fatal(ep, "cannot issue rendezvous Get\n");
-}
-
-/* Fetch the rest of a software-matched rendezvous message; at most FI_CXI_SW_RX_TX_INIT_MAX in flight,
- * the others wait in order. */
-static void sw_get_start(struct sw_ep *ep, struct sw_rmsg *m)
-{
-	if (ep->sw_gets_out >= ep->env->sw_rx_tx_init_max) {
-		m->sw_get_pending = true;
-		m->wait_next = NULL;
-		if (ep->sw_get_wait_tail)
-			ep->sw_get_wait_tail->wait_next = m;
-		else
-			ep->sw_get_wait = m;
-		ep->sw_get_wait_tail = m;
-		return;
-	}
-	sw_get_issue(ep, m);
-}
-
-static void sw_get_kick(struct sw_ep *ep)
-{
-	while (ep->sw_get_wait && ep->sw_gets_out < ep->env->sw_rx_tx_init_max) {
-		struct sw_rmsg *m = ep->sw_get_wait;
-		ep->sw_get_wait = m->wait_next;
-		if (!ep->sw_get_wait)
-			ep->sw_get_wait_tail = NULL;
-		m->sw_get_pending = false;
-		sw_get_issue(ep, m);
-	}
-}
-
-/* ---------------------------------------------------------------- delivering software-known messages */
-
-static void ux_free(struct sw_ep *ep, struct sw_ux *u)
-{
-	if (u->buf)
-		sw_buf_consume(ep, u->buf, u->mlength);
-	free(u);
-}
-
-/* Software match of receive r with unexpected message u (eager data in a provider buffer). */
-static void ux_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u)
-{
-	uint64_t space = r->ulen - r->start_offset;
-	uint64_t dst = r->buf + r->start_offset;
-	uint32_t data_len = u->rlength < space ? u->rlength : (uint32_t)space;
-	uint32_t have = u->mlength < data_len ? u->mlength : data_len;
-	sw_copy(ep, dst, u->data, have);
-	if (r->multi) {
-		r->start_offset += data_len;
-		if (r->ulen - r->start_offset < ep->attr.min_multi_recv)
-			r->retired = true;
-	}
-	if (u->rendezvous && data_len > have) {
-		struct sw_rmsg *m = rmsg_new(r, dst, u->match_bits, u->header_data, u->initiator, u->rlength, data_len,
-					     u->vni, u->rendezvous_id);
-		m->needed = 1;
-		m->eager = have;
-		m->remote_offset = u->remote_offset;
-		ux_free(ep, u);
-		sw_get_start(ep, m);
-		return;
-	}
-	uint64_t mb = u->match_bits, hd = u->header_data;
-	uint32_t init = u->initiator, rlen = u->rlength;
-	uint16_t vni = u->vni;
-	ux_free(ep, u);
-	recv_report(ep, r, dst, data_len, rlen, mb, hd, init, vni, C_RC_OK);
-}
-
-/* Match a new receive against the software unexpected list.  Returns true if it was consumed. */
-static bool ux_match_recv(struct sw_ep *ep, struct sw_req *r)
-{
-	struct sw_ux *u = ep->ux.head;
-	while (u) {
-		struct sw_ux *next = u->next;
-		if (u->data_ready && sw_recv_matches(r, u->match_bits, u->initiator)) {
-			sw_ux_remove(&ep->ux, u);
-			bool single = !r->multi;
-			ux_deliver(ep, r, u);
-			if (single || r->retired)
-				return true;
-		}
-		u = next;
-	}
-	return false;
-}
-
-/* A message that landed in a request buffer: match it against the receives kept for software matching. */
-static void ux_arrived_sw(struct sw_ep *ep, struct sw_ux *u)
-{
-	for (struct sw_req *r = ep->posted.head; r; r = r->next) {
-		if (r->hw_offloaded || r->retired || !sw_recv_matches(r, u->match_bits, u->initiator))
-			continue;
-		ux_deliver(ep, r, u);
-		return;
-	}
-	sw_ux_push(&ep->ux, u);
-}
-
-/* Called by the buffer code when an unexpected message's data has landed in a request buffer. */
-void sw_rxc_request_arrival(struct sw_ep *ep, struct sw_ux *u);
-void sw_rxc_request_arrival(struct sw_ep *ep, struct sw_ux *u)
-{
-	u->onloaded = true;
-	u->data_ready = true;
-	if (ep->state == RXC_PENDING_PTLTE_SOFTWARE_MANAGED || ep->state == RXC_ONLOAD_FLOW_CONTROL ||
-	    ep->state == RXC_ONLOAD_FLOW_CONTROL_REENABLE)
-		sw_ux_push(&ep->pending_ux, u);
-	else
-		ux_arrived_sw(ep, u);
-}
-
-/* ---------------------------------------------------------------- hardware-matched unexpected messages */
-
-/* A PUT_OVERFLOW (receive r matched a hardware unexpected header) whose data event has been seen. */
-static void ovf_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u, const struct nic_event *ev)
-{
-	uint64_t space = r->ulen - r->start_offset;
-	uint64_t dst = r->buf + r->start_offset;
-	uint32_t data_len = ev->rlength < space ? ev->rlength : (uint32_t)space;
-	uint32_t have = ev->mlength < data_len ? ev->mlength : data_len;
-	if (u)
-		sw_copy(ep, dst, u->data, have);
-	if (r->multi) {
-		r->start_offset += data_len;
-		if (ev->flags & NIC_EVF_AUTO_UNLINKED)
-			r->retired = true;
-	} else {
-		sw_req_list_remove(&ep->posted, r);
-	}
-	if (u)
-		ux_free(ep, u);
-	if (ev->flags & NIC_EVF_RENDEZVOUS) {
-		struct sw_rmsg *m = rmsg_find(r, ev);
-		if (!m)
-			m = rmsg_new(r, dst, ev->match_bits, ev->header_data, ev->initiator, ev->rlength, data_len, ev->vni,
-				     ev->rendezvous_id);
-		m->eager = have;
-		m->remote_offset = ev->remote_offset;
-		m->buf = dst;
-		m->data_len = data_len;
-		rmsg_count(ep, m);
-		return;
-	}
-	recv_report(ep, r, dst, data_len, ev->rlength, ev->match_bits, ev->header_data, ev->initiator, ev->vni, C_RC_OK);
-}
-
-/* The data event (PUT into an overflow buffer) of a hardware unexpected header. */
-void sw_rxc_overflow_arrival(struct sw_ep *ep, struct sw_ux *u);
-void sw_rxc_overflow_arrival(struct sw_ep *ep, struct sw_ux *u)
-{
-	if (u->waiting) {
-		struct sw_req *r = u->waiting;
-		u->waiting = NULL;
-		u->data_ready = true;
-		ovf_deliver(ep, r, u, &u->ovf_ev);
-		return;
-	}
-	if (u->onloaded) {
-		u->data_ready = true;
-		if (ep->puts_pending && --ep->puts_pending == 0 && ep->onload_search_done)
-			onload_complete(ep);
-		return;
-	}
-	u->data_ready = true;
-	ep->hw_ule_cnt++;
-	sw_ux_map_put(ep, u->data, u);
-}
-
-static void recv_put_overflow(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)
-{
-	if (ep->hw_ule_cnt)
-		ep->hw_ule_cnt--;
-	if (ev->mlength == 0) {
-		ovf_deliver(ep, r, NULL, ev);
-		return;
-	}
-	struct sw_ux *u = sw_ux_map_take(ep, ev->start);
-	if (u) {
-		ovf_deliver(ep, r, u, ev);
-		return;
-	}
-	/* The data event has not been processed yet: wait for it. */
-	u = xcalloc(1, sizeof(*u));
-	u->data = ev->start;
-	u->mlength = ev->mlength;
-	u->waiting = r;
-	u->ovf_ev = *ev;
-	sw_ux_map_put(ep, ev->start, u);
-}
-
-/* ---------------------------------------------------------------- events on receives */
-
-static void recv_link_failed(struct sw_ep *ep, struct sw_req *r, uint8_t rc)
-{
-	sw_req_list_remove(&ep->posted, r);
-	r->hw_offloaded = false;
-	sw_req_list_push(&ep->replay, r);
-	if (ep->attr.proto == SW_PROTO_CXI_RNR) {
-		/* No flow control on the RNR PtlTE: retry the append later. */
-		sw_rnr_append_retry(ep);
-		return;
-	}
-	/* Hardware match mode: software disables the PtlTE itself to recover LEs. */
-	if (rc == C_RC_NO_SPACE && (ep->state == RXC_ENABLED || ep->state == RXC_ENABLED_SOFTWARE))
-		sw_rxc_pending_disable(ep, false);
-}
-
-static void recv_put(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)
-{
-	uint64_t dst = ev->start;
-	if (r->multi) {
-		r->start_offset = ev->start - r->buf + ev->mlength;
-		if (ev->flags & NIC_EVF_AUTO_UNLINKED)
-			r->retired = true;
-	} else {
-		sw_req_list_remove(&ep->posted, r);
-	}
-	if (ev->flags & NIC_EVF_RENDEZVOUS) {
-		struct sw_rmsg *m = rmsg_find(r, ev);
-		if (!m)
-			m = rmsg_new(r, dst, ev->match_bits, ev->header_data, ev->initiator, ev->rlength, ev->mlength,
-				     ev->vni, ev->rendezvous_id);
-		m->buf = dst;
-		m->data_len = ev->mlength;
-		m->remote_offset = ev->remote_offset;
-		rmsg_count(ep, m);
-		return;
-	}
-	recv_report(ep, r, dst, ev->mlength, ev->rlength, ev->match_bits, ev->header_data, ev->initiator, ev->vni,
-		    ev->rc);
-}
-
-static void recv_rendezvous(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)
-{
-	struct sw_rmsg *m = rmsg_find(r, ev);
-	if (!m)
-		m = rmsg_new(r, ev->start - ev->mlength, ev->match_bits, ev->header_data, ev->initiator, ev->rlength,
-			     ev->rlength, ev->vni, ev->rendezvous_id);
-	m->eager = ev->mlength;
-	if (ev->flags & NIC_EVF_GET_ISSUED) {
-		ep->st.hw_rdzv_gets++;
-		m->needed = 3;
-	} else {
-		m->needed = 2;
-	}
-	rmsg_count(ep, m);
-}
-
-static void recv_event(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)
-{
-	switch (ev->type) {
-	case C_EVENT_LINK:
-		if (ev->rc == C_RC_OK) {
-			if (ep->env->rx_match_mode == SW_MATCH_HYBRID && ep->env->hybrid_recv_preemptive &&
-			    ev->mlength > ev->rlength / 2 && ep->state == RXC_ENABLED)
-				sw_rxc_pending_disable(ep, false);
-			return;
-		}
-		recv_link_failed(ep, r, ev->rc);
-		return;
-	case C_EVENT_PUT: recv_put(ep, r, ev); return;
-	case C_EVENT_PUT_OVERFLOW: recv_put_overflow(ep, r, ev); return;
-	case C_EVENT_RENDEZVOUS: recv_rendezvous(ep, r, ev); return;
-	case C_EVENT_REPLY: {
-		struct sw_rmsg *m = rmsg_find(r, ev);
-		if (!m) {
-			sw_fatal(ep, "rendezvous reply for an unknown message\n");
-			return;
-		}
-		if (ev->rc != C_RC_OK)
-			m->rc = ev->rc;
-		rmsg_count(ep, m);
-		return;
-	}
-	case C_EVENT_UNLINK:
-		if (!r->canceled)
-			return;
-		if (r->completed) { /* the message won the race with the cancel */
-			recv_free(ep, r);
-			return;
-		}
-		sw_req_list_remove(&ep->posted, r);
-		{
-			struct sw_comp c = { 0 };
-			c.op_context = r->context;
-			c.flags = FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG) | (r->multi ? FI_MULTI_RECV : 0);
-			c.err = FI_ECANCELED;
-			c.buf = r->buf;
-			sw_complete(ep, &c);
-		}
-		recv_free(ep, r);
-		return;
-	default: sw_fatal(ep, "unexpected event %s on a receive\n", c_event_type_name(ev->type));
-	}
-}
-
-/* ---------------------------------------------------------------- posting */
-
-static void recv_append(struct sw_ep *ep, struct sw_req *r)
-{
-	uint32_t flags = C_LE_OP_PUT | C_LE_MANAGE_LOCAL | C_LE_EVENT_UNLINK_DISABLE | C_LE_EVENT_LINK_DISABLE;
-	if (ep->env->rx_match_mode == SW_MATCH_HYBRID && ep->env->hybrid_recv_preemptive &&
-	    ++ep->recv_appends % HYBRID_RECV_CHECK_INTERVAL == 0)
-		flags &= ~C_LE_EVENT_LINK_DISABLE;
-	if (!r->multi)
-		flags |= C_LE_USE_ONCE;
-	r->hw_offloaded = true;
-	sw_req_list_push(&ep->posted, r);
-	sw_append(ep, ep->rx_ptn, C_PTL_LIST_PRIORITY, r->id, flags, r->buf + r->start_offset, r->ulen - r->start_offset,
-		  r->multi ? (uint32_t)ep->attr.min_multi_recv : 0, r->match_id, r->match_bits, r->ignore_bits, r);
-}
-
-static uint32_t hw_posted(const struct sw_ep *ep)
-{
-	uint32_t n = 0;
-	for (const struct sw_req *r = ep->posted.head; r; r = r->next)
-		n += r->hw_offloaded;
-	return n;
-}
-
-static void recv_queue(struct sw_ep *ep, struct sw_req *r)
-{
-	if (ep->ux.len && ux_match_recv(ep, r))
-		return;
-	if (ep->msg_offload) {
-		/* FI_CXI_HYBRID_POSTED_RECV_PREEMPTIVE: too many receives in hardware -> go software. */
-		if (ep->env->rx_match_mode == SW_MATCH_HYBRID && ep->env->hybrid_posted_recv_preemptive &&
-		    ep->state == RXC_ENABLED && hw_posted(ep) >= ep->attr.rx_size) {
-			sw_rxc_pending_disable(ep, false);
-			sw_req_list_push(&ep->replay, r);
-			return;
-		}
-		recv_append(ep, r);
-	} else {
-		r->hw_offloaded = false;
-		sw_req_list_push(&ep->posted, r);
-	}
-}
-
-int sw_recv(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *src, uint64_t tag, uint64_t ignore,
-	    uint64_t flags, void *context)
-{
-	if (!ep || ep->closing)
-		return -FI_EINVAL;
-	if (ep->fatal)
-		return -FI_EOTHER;
-	bool multi = (flags & FI_MULTI_RECV) != 0, tagged = (flags & FI_TAGGED) != 0;
-	if (multi && tagged)
-		return -FI_EINVAL;
-	if (ep->state != RXC_ENABLED && ep->state != RXC_ENABLED_SOFTWARE)
-		return -FI_EAGAIN;
-	/* rx_attr.size does not bound posted receives (the provider only pushes back on a saturated EQ); it
-	 * is the threshold of the hybrid pre-emptive checks. */
-	if (sw_eq_saturated(ep, ep->eq_rx))
-		return -FI_EAGAIN;
-	struct sw_req *r = xcalloc(1, sizeof(*r));
-	r->obj.kind = SWK_RECV;
-	r->ep = ep;
-	r->context = context;
-	r->flags = flags;
-	r->buf = buf;
-	r->ulen = len;
-	r->tagged = tagged;
-	r->multi = multi;
-	r->match_bits = tagged ? (SW_MB_TAGGED | (tag & SW_TAG_MASK)) : 0;
-	r->ignore_bits = SW_MB_RECV_IGNORE | (tagged ? (ignore & SW_TAG_MASK) : SW_TAG_MASK);
-	r->match_id = (src && (ep->attr.caps & FI_DIRECTED_RECV)) ? C_MATCH_ID(src->nic, src->pid) : C_MATCH_ID_ANY;
-	r->id = (uint16_t)(ep->recv_appends & 0xffff);
-	ep->rx_outstanding++;
-	recv_queue(ep, r);
-	return 0;
-}
-
-int sw_cancel(struct sw_ep *ep, void *context)
-{
-	if (!ep)
-		return -FI_EINVAL;
-	for (struct sw_req *r = ep->posted.head; r; r = r->next) {
-		if (r->context != context || r->canceled)
-			continue;
-		r->canceled = true;
-		if (r->hw_offloaded) {
-			sw_unlink(ep, ep->rx_ptn, C_PTL_LIST_PRIORITY, r->id, r);
-		} else {
-			struct sw_comp c = { 0 };
-			c.op_context = r->context;
-			c.flags = FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG) | (r->multi ? FI_MULTI_RECV : 0);
-			c.err = FI_ECANCELED;
-			c.buf = r->buf;
-			sw_req_list_remove(&ep->posted, r);
-			sw_complete(ep, &c);
-			recv_free(ep, r);
-		}
-		return 0;
-	}
-	return -FI_ENOENT;
-}
 
 /* ---------------------------------------------------------------- flow control */
 
@@ -584,11 +65,9 @@ static void onload_start(struct sw_ep *ep)
 /* One onloaded header (PUT_OVERFLOW from SEARCH_AND_DELETE). */
 static void onload_entry(struct sw_ep *ep, const struct nic_event *ev)
 {
-	if (ep->hw_ule_cnt)
-		ep->hw_ule_cnt--;
 	ep->st.onloaded++;
 	(*ep->c_onloaded)++;
-	struct sw_ux *u = ev->mlength ? sw_ux_map_take(ep, ev->start) : NULL;
+	struct sw_ux *u = sw_hw_ule_take(ep, ev);
 	if (!u) {
 		u = xcalloc(1, sizeof(*u));
 		u->data = ev->start;
@@ -615,6 +94,13 @@ static void onload_entry(struct sw_ep *ep, const struct nic_event *ev)
 		ep->state = RXC_ONLOAD_FLOW_CONTROL_REENABLE;
 }
 
+/* The data event of an onloaded header came after the header. */
+void sw_rxc_onload_data(struct sw_ep *ep)
+{
+	if (ep->puts_pending && --ep->puts_pending == 0 && ep->onload_search_done)
+		onload_complete(ep);
+}
+
 static void onload_search_done(struct sw_ep *ep)
 {
 	if (ep->new_state == RXC_ENABLED_SOFTWARE && ep->state == RXC_ONLOAD_FLOW_CONTROL)
@@ -636,12 +122,15 @@ void sw_rxc_replay(struct sw_ep *ep)
 
 static void replay(struct sw_ep *ep)
 {
-	struct sw_req_list l = ep->replay;
+	/* Detach the list first: a receive that fails again joins a fresh one. */
+	struct sw_req *r = ep->replay.head;
 	ep->replay = (struct sw_req_list){ 0 };
-	while (l.head) {
-		struct sw_req *r = l.head;
-		sw_req_list_remove(&l, r);
-		recv_queue(ep, r);
+	while (r) {
+		struct sw_req *next = r->next;
+		r->on = NULL;
+		r->next = r->prev = NULL;
+		sw_recv_queue(ep, r);
+		r = next;
 	}
 }
 
@@ -813,19 +302,9 @@ void sw_rxc_state_change(struct sw_ep *ep, const struct nic_event *ev)
 void sw_rxc_event(struct sw_ep *ep, struct sw_obj *o, const struct nic_event *ev)
 {
 	switch (o->kind) {
-	case SWK_RECV: recv_event(ep, (struct sw_req *)o, ev); return;
-	case SWK_RMSG: {
-		struct sw_rmsg *m = (struct sw_rmsg *)o;
-		if (ev->type != C_EVENT_REPLY)
-			return;
-		if (ev->rc != C_RC_OK)
-			m->rc = ev->rc;
-		if (ep->sw_gets_out)
-			ep->sw_gets_out--;
-		rmsg_count(ep, m);
-		sw_get_kick(ep);
-		return;
-	}
+	case SWK_RECV: sw_recv_event(ep, (struct sw_req *)o, ev); return;
+	case SWK_RMSG: sw_recv_rmsg_event(ep, (struct sw_rmsg *)o, ev); return;
+	case SWK_PEEK: sw_peek_event(ep, (struct sw_req *)o, ev); return;
 	case SWK_FLUSH:
 		if (ev->type == C_EVENT_SEARCH)
 			onload_start(ep);
@@ -864,16 +343,8 @@ int sw_rxc_init(struct sw_ep *ep)
 
 static void free_req_list(struct sw_ep *ep, struct sw_req_list *l)
 {
-	while (l->head) {
-		struct sw_req *r = l->head;
-		sw_req_list_remove(l, r);
-		while (r->rmsgs) {
-			struct sw_rmsg *m = r->rmsgs;
-			r->rmsgs = m->next;
-			free(m);
-		}
-		recv_free(ep, r);
-	}
+	while (l->head)
+		sw_recv_free(ep, l->head);
 }
 
 static void free_ux_list(struct sw_ux_list *l)
@@ -889,6 +360,8 @@ void sw_rxc_fini(struct sw_ep *ep)
 {
 	free_req_list(ep, &ep->posted);
 	free_req_list(ep, &ep->replay);
+	free_req_list(ep, &ep->inflight);
+	sw_peek_fini(ep);
 	free_ux_list(&ep->ux);
 	free_ux_list(&ep->pending_ux);
 	while (ep->fc_drops) {

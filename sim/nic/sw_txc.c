@@ -449,9 +449,10 @@ static void rma_target(struct sw_ep *ep, uint64_t key, uint64_t addr, bool write
 		*off = (key & SW_KEY_ADDR_MASK) + addr;
 		return;
 	}
-	uint64_t id = key & ~SW_KEY_PROV;
-	bool opt = (key & SW_KEY_PROV) ? id < SW_MR_PROV_OPT_IDS : key < SW_MR_OPT_KEYS;
-	if (opt && ep->env->optimized_mrs) {
+	uint64_t id = key & ~(SW_KEY_PROV | SW_KEY_OPT);
+	/* A provider key says whether its MR is optimized; for client keys both sides follow the rule. */
+	bool opt = (key & SW_KEY_PROV) ? (key & SW_KEY_OPT) != 0 : key < SW_MR_OPT_KEYS && ep->env->optimized_mrs;
+	if (opt) {
 		*index = (uint16_t)((write ? SW_PTL_IDX_WRITE_MR_OPT_BASE : SW_PTL_IDX_READ_MR_OPT_BASE) + id);
 		*mb = 0;
 		*flags = NIC_DMA_NOMATCH;
@@ -482,10 +483,22 @@ int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, u
 		return -FI_EMSGSIZE;
 	if (ep->tx_outstanding >= ep->attr.tx_size || sw_eq_saturated(ep, ep->eq_tx))
 		return -FI_EAGAIN;
+	bool writedata = (flags & FI_REMOTE_CQ_DATA) != 0;
+	if (writedata) {
+		/* fi_writedata reaches the MR's reporting LE: only standard MRs with provider keys have one. */
+		if (!ep->env->enable_writedata)
+			return -FI_EOPNOTSUPP;
+		if (!(key & SW_KEY_PROV) || (key & (SW_KEY_OPT | SW_KEY_CACHED)))
+			return -FI_EINVAL;
+	}
 	uint16_t index;
 	uint64_t mb, off;
 	uint32_t f;
 	rma_target(ep, key, addr, true, &index, &mb, &off, &f);
+	if (writedata)
+		mb |= SW_KEY_WRITEDATA;
+	else
+		data = 0;
 	struct sw_rma *m = rma_new(ep, context, FI_RMA | FI_WRITE, len);
 	struct nic_cmd c = { .op = NIC_CMD_PUT };
 	c.dma = (struct nic_dma_cmd){ .dst_nic = dst.nic, .dst_pid = dst.pid, .index = index, .vni = dst.vni,
@@ -493,7 +506,6 @@ int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, u
 				      .remote_offset = off, .match_bits = mb, .header_data = data,
 				      .user_ptr = (uint64_t)(uintptr_t)m, .src_pid = ep->pid, .eqn = NIC_NONE,
 				      .ctn = NIC_NONE };
-	(void)flags;
 	if (sw_emit(ep, ep->txq, &c)) {
 		free(m);
 		return -FI_EAGAIN;

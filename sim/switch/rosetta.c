@@ -155,11 +155,11 @@ static struct df_voq *voq_insert(struct df_otc *t, uint16_t key)
 	if (t->nvq == t->cap) {
 		uint32_t cap = t->cap ? t->cap * 2u : 4;
 		struct df_voq *vq = xmalloc(cap * (sizeof(*vq) + sizeof(uint16_t)));
-		if (t->vq) {
+		if (t->nvq) { /* the first VOQ finds no array: memcpy from NULL is undefined even for 0 bytes */
 			memcpy(vq, t->vq, t->nvq * sizeof(*vq));
-			memcpy(vq + cap, voq_keys(t), t->nvq * sizeof(uint16_t));
-			free(t->vq);
+			memcpy((void *)(vq + cap), voq_keys(t), t->nvq * sizeof(uint16_t));
 		}
+		free(t->vq);
 		t->vq = vq;
 		t->cap = (uint16_t)cap;
 	}

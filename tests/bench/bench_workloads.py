@@ -96,7 +96,7 @@ def storm():
     print(line)
     sg = float(re.search(r"rpcs_per_wall_s=([0-9.]+)", line).group(1))
     print(f"rpc storm: cxisim {ours:,.0f} RPCs per wall second, SimGrid 3.32 {sg:,.0f}: ratio {ours / sg:.1f}x "
-          f"(aim >= 30x; server time per request {per_req_us:.3f} us in both; service_ns={service_us})")
+          f"(aim >= 30x; server time per request {per_req_us:.3f} us in both)")
 
 
 def seed():

@@ -6,7 +6,11 @@ from provider_helpers import cxisim_exec, prog
 
 PROGRAMS = {
     "prov_errors": "misuse gives the right -FI_E* codes; upstream option numbers",
-    "prov_multi_recv": "multi-recv completions, offsets, FI_MULTI_RECV, cancel",
+    "prov_multi_recv": "multi-recv completions, offsets, FI_MULTI_RECV, cancel; min_multi_recv after enable, "
+                       "messages larger than the space left truncated (FI_ETRUNC), expected and unexpected",
+    "prov_peek": "FI_PEEK found/not found, FI_CLAIM then receive, FI_DISCARD, in hardware/software/hybrid modes",
+    "prov_rma_events": "fi_writedata target completions (FI_CXI_ENABLE_WRITEDATA), remote-access counters",
+    "prov_rma_bounds": "RMA past an MR's end: FI_EIO, no data moved (client/provider keys, optimized/standard)",
     "prov_source_err": "FI_SOURCE_ERR from an unknown peer, AV insert, reply",
     "prov_av_user_id": "FI_AV_USER_ID as AV open flag and as insert flag",
     "prov_auth_keys": "two VNIs accepted by one server through multiple auth keys, third VNI FI_ENOTCONN",
