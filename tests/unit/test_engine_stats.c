@@ -1,0 +1,227 @@
+/* Stats output rules: zero counters and empty histograms are written nowhere; per-entity names (a component
+ * that is a decimal number) are summarised by family in the JSON and listed one by one in the CSV; the
+ * output depends on names and values only, never on registration order. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../sim/stats.h"
+
+static char *dump(const struct stats *st, int json)
+{
+	char *buf;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	if (json)
+		stats_dump_json(st, f, 0);
+	else
+		stats_dump_csv(st, f);
+	fclose(f);
+	return buf;
+}
+
+static struct json_object *dump_json(const struct stats *st)
+{
+	char *buf = dump(st, 1);
+	struct json_object *o = json_tokener_parse(buf);
+	cr_assert_not_null(o, "stats JSON must parse: %s", buf);
+	free(buf);
+	return o;
+}
+
+static struct json_object *get(struct json_object *o, const char *path)
+{
+	char part[128];
+	while (*path) {
+		size_t n = strcspn(path, "/");
+		snprintf(part, sizeof(part), "%.*s", (int)n, path);
+		struct json_object *v;
+		if (!json_object_object_get_ex(o, part, &v))
+			return NULL;
+		o = v;
+		path += n + (path[n] == '/');
+	}
+	return o;
+}
+
+static long long num(struct json_object *o, const char *path)
+{
+	struct json_object *v = get(o, path);
+	cr_assert_not_null(v, "missing %s", path);
+	return (long long)json_object_get_int64(v);
+}
+
+Test(stats, family_names)
+{
+	char buf[256];
+	static const struct {
+		const char *name, *family;
+		bool entity;
+	} cases[] = {
+		{ "nic.3.C_CNTR_LPE_NET_MATCH_PRIORITY_0", "nic.*.C_CNTR_LPE_NET_MATCH_PRIORITY_0", true },
+		{ "fabric.sw.12.port.7.tc.0.tx_bytes", "fabric.sw.*.port.*.tc.*.tx_bytes", true },
+		{ "nic.8192.le_pool.32.used", "nic.*.le_pool.*.used", true },
+		{ "fabric.route.minimal_pkts", "fabric.route.minimal_pkts", false },
+		{ "x.4999", "x.*", true },
+		{ "7", "*", true },
+		{ "a1.2b.c", "a1.2b.c", false }, /* digits inside a component do not make an entity */
+		{ "a..b", "a..b", false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool e = stats_family_name(cases[i].name, buf, sizeof(buf));
+		cr_assert_str_eq(buf, cases[i].family, "%s", cases[i].name);
+		cr_assert_eq(e, cases[i].entity, "%s", cases[i].name);
+	}
+}
+
+Test(stats, zero_counters_and_empty_histograms_are_not_written)
+{
+	struct stats *st = stats_create();
+	(*stats_counter(st, "a.hits")) = 3;
+	stats_counter(st, "a.misses");
+	stats_counter(st, "nic.%d.idle", 5);
+	hist_add(stats_hist(st, "a.lat"), 10);
+	stats_hist(st, "a.never");
+	struct json_object *o = dump_json(st);
+	cr_assert_eq(num(o, "counters/a.hits"), 3);
+	cr_assert_null(get(o, "counters/a.misses"), "a zero counter is absent");
+	cr_assert_null(get(o, "counter_families/nic.*.idle"), "a family whose members are all zero is absent");
+	cr_assert_eq(num(o, "histograms/a.lat/count"), 1);
+	cr_assert_null(get(o, "histograms/a.never"), "an empty histogram is absent");
+	cr_assert_eq(num(o, "counters_registered"), 3);
+	cr_assert_eq(num(o, "counters_zero"), 2);
+	cr_assert_eq(num(o, "counters_per_entity"), 0);
+	cr_assert_eq(num(o, "histograms_registered"), 2);
+	cr_assert_eq(num(o, "histograms_empty"), 1);
+	json_object_put(o);
+	char *csv = dump(st, 0);
+	cr_assert_not_null(strstr(csv, "a.hits,counter,3\n"));
+	cr_assert_null(strstr(csv, "a.misses"));
+	cr_assert_null(strstr(csv, "nic.5.idle"));
+	cr_assert_null(strstr(csv, "a.never"));
+	cr_assert_not_null(strstr(csv, "a.lat.count,hist,1\n"));
+	free(csv);
+	stats_destroy(st);
+}
+
+Test(stats, per_entity_counters_are_summarised_by_family)
+{
+	struct stats *st = stats_create();
+	/* nic.0..9: value 2*i, except that nic.3 and nic.7 tie at the maximum */
+	for (int i = 0; i < 10; i++)
+		(*stats_counter(st, "nic.%d.C_CNTR_LPE_PUT_CMDS", i)) = (uint64_t)(2 * i);
+	(*stats_counter(st, "nic.7.C_CNTR_LPE_PUT_CMDS")) = 100;
+	(*stats_counter(st, "nic.3.C_CNTR_LPE_PUT_CMDS")) = 100;
+	(*stats_counter(st, "fabric.sw.1.port.2.tc.0.tx_pkts")) = 4;
+	(*stats_counter(st, "fabric.sw.11.port.0.tc.3.tx_pkts")) = 6;
+	stats_counter(st, "fabric.sw.11.port.1.tc.3.tx_pkts");
+	struct json_object *o = dump_json(st);
+	struct json_object *cs = get(o, "counters");
+	cr_assert_eq(json_object_object_length(cs), 0, "no per-entity name among the plain counters");
+	const char *f = "counter_families/nic.*.C_CNTR_LPE_PUT_CMDS/";
+	char path[128];
+#define FAM(field) (snprintf(path, sizeof(path), "%s%s", f, field), num(o, path))
+	cr_assert_eq(FAM("members"), 10);
+	cr_assert_eq(FAM("nonzero"), 9);
+	cr_assert_eq(FAM("sum"), 2 * 45 - 6 - 14 + 200);
+	cr_assert_eq(FAM("min"), 0);
+	cr_assert_eq(FAM("max"), 100);
+	cr_assert_str_eq(json_object_get_string(get(o, "counter_families/nic.*.C_CNTR_LPE_PUT_CMDS/max_at")),
+			 "nic.3.C_CNTR_LPE_PUT_CMDS", "ties go to the first name in name order");
+	f = "counter_families/fabric.sw.*.port.*.tc.*.tx_pkts/";
+	cr_assert_eq(FAM("members"), 3);
+	cr_assert_eq(FAM("nonzero"), 2);
+	cr_assert_eq(FAM("sum"), 10);
+	cr_assert_str_eq(json_object_get_string(get(o, "counter_families/fabric.sw.*.port.*.tc.*.tx_pkts/max_at")),
+			 "fabric.sw.11.port.0.tc.3.tx_pkts");
+	cr_assert_eq(num(o, "counters_per_entity"), 11);
+	cr_assert_eq(num(o, "counters_zero"), 2);
+#undef FAM
+	json_object_put(o);
+	/* the CSV keeps every nonzero value, per entity */
+	char *csv = dump(st, 0);
+	cr_assert_not_null(strstr(csv, "\nnic.3.C_CNTR_LPE_PUT_CMDS,counter,100\n"));
+	cr_assert_not_null(strstr(csv, "\nnic.9.C_CNTR_LPE_PUT_CMDS,counter,18\n"));
+	cr_assert_null(strstr(csv, "nic.0.C_CNTR_LPE_PUT_CMDS"));
+	cr_assert_null(strstr(csv, "fabric.sw.11.port.1.tc.3.tx_pkts"));
+	free(csv);
+	stats_destroy(st);
+}
+
+Test(stats, per_entity_histograms_are_merged)
+{
+	struct stats *st = stats_create();
+	for (int e = 0; e < 4; e++) {
+		struct histogram *h = stats_hist(st, "ep.%d.lat_ps", e);
+		for (uint64_t v = 1; e < 3 && v <= 100; v++)
+			hist_add(h, v * (uint64_t)(e + 1));
+	}
+	struct json_object *o = dump_json(st);
+	cr_assert_null(get(o, "histograms/ep.0.lat_ps"));
+	cr_assert_eq(num(o, "histogram_families/ep.*.lat_ps/members"), 4);
+	cr_assert_eq(num(o, "histogram_families/ep.*.lat_ps/nonempty"), 3);
+	cr_assert_eq(num(o, "histogram_families/ep.*.lat_ps/count"), 300);
+	cr_assert_eq(num(o, "histogram_families/ep.*.lat_ps/sum"), 5050 * 6);
+	cr_assert_eq(num(o, "histogram_families/ep.*.lat_ps/min"), 1);
+	cr_assert_eq(num(o, "histogram_families/ep.*.lat_ps/max"), 300);
+	long long p50 = num(o, "histogram_families/ep.*.lat_ps/p50");
+	/* the merged median of {1..100} u {2..200 step 2} u {3..300 step 3} is 83 (150 values lie below it);
+	 * log-linear buckets give it within 1/32 */
+	cr_assert(p50 >= 80 && p50 <= 83, "p50 %lld", p50);
+	cr_assert_eq(num(o, "histograms_per_entity"), 3);
+	cr_assert_eq(num(o, "histograms_empty"), 1);
+	json_object_put(o);
+	stats_destroy(st);
+}
+
+/* Same names and values registered in another order give the same bytes. */
+Test(stats, output_independent_of_registration_order)
+{
+	char *out[2][2];
+	for (int pass = 0; pass < 2; pass++) {
+		struct stats *st = stats_create();
+		for (int k = 0; k < 3000; k++) {
+			int i = pass ? 2999 - k : k;
+			(*stats_counter(st, "nic.%d.ep.%d.x", i % 37, i)) = (uint64_t)(i % 5);
+			(*stats_counter(st, "g.%d", i % 11)) += 1;
+			if (i % 100 == 0)
+				hist_add(stats_hist(st, "nic.%d.lat", i % 7), (uint64_t)i);
+		}
+		(*stats_counter(st, "plain")) = 9;
+		out[pass][0] = dump(st, 1);
+		out[pass][1] = dump(st, 0);
+		stats_destroy(st);
+	}
+	cr_assert_str_eq(out[0][0], out[1][0]);
+	cr_assert_str_eq(out[0][1], out[1][1]);
+	for (int p = 0; p < 2; p++)
+		for (int k = 0; k < 2; k++)
+			free(out[p][k]);
+}
+
+/* Registration is a find-or-create: after many more names (the index grows several times), a name gives
+ * back the slot it got first, and lookups without creating agree. */
+Test(stats, slots_survive_growth)
+{
+	struct stats *st = stats_create();
+	uint64_t *first[64];
+	for (int i = 0; i < 64; i++)
+		*(first[i] = stats_counter(st, "early.%d", i)) = (uint64_t)i + 1;
+	for (int i = 0; i < 200000; i++)
+		(*stats_counter(st, "nic.%d.late", i))++;
+	for (int i = 0; i < 64; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "early.%d", i);
+		cr_assert_eq(stats_counter(st, "%s", name), first[i]);
+		cr_assert_eq(stats_find_counter(st, name), first[i]);
+		cr_assert_eq(*first[i], (uint64_t)i + 1);
+	}
+	cr_assert_null(stats_find_counter(st, "nic.200000.late"));
+	cr_assert_null(stats_find_hist(st, "early.3"), "a counter is not a histogram");
+	struct json_object *o = dump_json(st);
+	cr_assert_eq(num(o, "counter_families/nic.*.late/members"), 200000);
+	cr_assert_eq(num(o, "counter_families/early.*/sum"), 64 * 65 / 2);
+	json_object_put(o);
+	stats_destroy(st);
+}
