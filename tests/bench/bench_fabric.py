@@ -17,6 +17,9 @@ BUILD = os.environ.get("CXISIM_BUILD", "build")
 sys.path.insert(0, os.path.join(REPO, "sim", "fabric", "simgrid"))
 import xcheck  # noqa: E402
 
+sys.path.insert(0, os.path.join(REPO, "analysis"))
+from cxisim.counters import counters  # noqa: E402
+
 
 def run_template(template, sets, out):
     args = [sys.executable, os.path.join(REPO, "cxisim"), "run", template, "--out", out, "--quiet"]
@@ -41,7 +44,7 @@ def main():
         for load in (0.5, 0.03):
             m, r = run_template("scenarios/fabric/aurora_uniform.yaml.j2",
                                 {"groups": 8, "load": load, "duration_us": 20}, out)
-            hops = m["stats"]["counters"]["fabric.switch_traversals"]
+            hops = counters(m)["fabric.switch_traversals"]
             p = m["fabric_traffic"]["pattern"]
             print(f"aurora 8-group subset, uniform load {load}: {p['endpoints']} endpoints, "
                   f"{m['engine']['events_processed']} events, {hops} packet hops in {r['wall_time_s']:.2f} s wall: "

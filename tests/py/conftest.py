@@ -13,6 +13,11 @@ CXISIM = os.path.join(REPO, "cxisim")
 
 sys.path.insert(0, os.path.join(REPO, "analysis"))
 
+# Counters as the engine writes them, for every test: an absent counter reads as 0, and metrics.json
+# summarises per-entity counters by family (their values are in telemetry.csv).  Tests import these from
+# cxisim.counters, the reader the analysis front end uses, rather than indexing metrics.json directly.
+from cxisim.counters import counters, telemetry_counters  # noqa: E402,F401
+
 
 def _run_cli(args, cwd, check=False):
     env = dict(os.environ, CXISIM_BUILD=BUILD)

@@ -1,6 +1,7 @@
 """Dragonfly bandwidth: one long flow at link rate, max-min shares into one endpoint, coarse bulk mode vs
 packet level."""
 import pytest
+from cxisim.counters import counters
 
 LINK_PAYLOAD_GBPS = 200 * 2048 / (2048 + 64)  # 193.94: link rate x mtu / (mtu + header)
 
@@ -15,7 +16,7 @@ def test_long_flow_reaches_payload_rate(run_scenario):
     assert f["delivered_bytes"] == f["bytes"] == 64 << 20
     assert f["gbps"] == pytest.approx(LINK_PAYLOAD_GBPS, rel=0.01)
     assert f["gbps"] < LINK_PAYLOAD_GBPS, "headers must cost bandwidth"
-    c = m["stats"]["counters"]
+    c = counters(m)
     assert c["fabric.pkts_delivered"] == 32768 and c["fabric.route.nonminimal_pkts"] == 0
 
 

@@ -1,9 +1,8 @@
 """FI_CXI_* variables of the application reach the NIC model: the daemon's telemetry (Cassini counter
 names) shows software matching on the request list, rendezvous or eager transfers, as the variables ask.
 Provider-level switches (key cache, optimized MRs, match mode) are read back through fi_control."""
-import json
-
 import pytest
+from cxisim.counters import telemetry_counters
 
 from provider_helpers import cxisim_exec, prog
 
@@ -19,12 +18,11 @@ def counters(tmp_path, env, size="65536"):
     out = tmp_path / "out"
     r = cxisim_exec([str(script)], env=env, out=out, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    with open(out / "metrics.json") as f:
-        return json.load(f)["stats"]["counters"]
+    return telemetry_counters(out)
 
 
 def total(c, part):
-    return sum(v for k, v in c.items() if part in k)
+    return c.total(part)
 
 
 def test_defaults_hardware_matching_and_rendezvous(tmp_path):
