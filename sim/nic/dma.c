@@ -42,14 +42,6 @@ simtime_t nic_dma_read(struct nic *nic, uint64_t bytes, simtime_t after, simtime
 	return first + (stream > wire ? stream - wire : 0) - now;
 }
 
-/* Host writes are posted and follow the packets as they arrive; what remains after the last byte is the
- * part of the write the wire could not hide. */
-simtime_t nic_dma_write_tail(const struct nic *nic, uint64_t bytes)
-{
-	simtime_t dma = nic_dma_time(nic, bytes), wire = wire_time(nic, bytes);
-	return dma > wire ? dma - wire : 0;
-}
-
 #define PAYLOAD_MIN_SHIFT 6  /* 64 B */
 #define PAYLOAD_MAX_SHIFT 16 /* 64 KiB */
 #define PAYLOAD_CLASSES (PAYLOAD_MAX_SHIFT - PAYLOAD_MIN_SHIFT + 1)

@@ -196,7 +196,7 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 	 * events are written as the append is processed and keep the order of the matches: software tracks
 	 * a multi-receive buffer's offset with them.  PUT events wait for their DMA and may overtake each
 	 * other. */
-	simtime_t dma = ev_type == C_EVENT_PUT_OVERFLOW ? delay : delay + nic_dma_write_tail(nic, have);
+	simtime_t dma = ev_type == C_EVENT_PUT_OVERFLOW ? delay : delay + nic_dma_time(nic, have);
 	if (mlength < want)
 		(*nic->c.num_truncated[pte->pe])++;
 	if (le->flags & C_LE_MANAGE_LOCAL)

@@ -284,7 +284,6 @@ void nic_count_limit(struct nic *nic);
 /* dma.c: PCIe timing */
 simtime_t nic_dma_time(const struct nic *nic, uint64_t bytes);
 simtime_t nic_dma_read(struct nic *nic, uint64_t bytes, simtime_t after, simtime_t *done);
-simtime_t nic_dma_write_tail(const struct nic *nic, uint64_t bytes);
 uint8_t *nic_payload_alloc(uint32_t len);
 void nic_payload_free(uint8_t *p);
 int nic_mem_read(struct nic_lni *lni, uint64_t addr, void *dst, uint64_t len);
