@@ -336,10 +336,8 @@ struct families {
 	struct index ix;
 };
 
-static struct family *family_of(struct families *fs, const char *name)
+static struct family *family_get(struct families *fs, const char *key)
 {
-	char key[NAME_MAX_LEN];
-	stats_family_name(name, key, sizeof(key));
 	uint64_t h = hash(key);
 	index_reserve(&fs->ix, fs->f, sizeof(*fs->f), fs->n); /* few families: room for one more, always */
 	uint64_t *s = index_slot(&fs->ix, fs->f, sizeof(*fs->f), key, h);
@@ -424,7 +422,7 @@ static struct written collect(const struct stats *st)
 			w.counters_registered++;
 			w.counters_zero += v == 0;
 			if (entity) {
-				family_add_counter(family_of(&w.cfam, e->k.name), e->k.name, v);
+				family_add_counter(family_get(&w.cfam, fam), e->k.name, v);
 				w.counters_entity += v != 0;
 			} else if (v) {
 				w.counters[w.ncounters++] = &e->k;
@@ -434,7 +432,7 @@ static struct written collect(const struct stats *st)
 			w.hists_registered++;
 			w.hists_empty += h->count == 0;
 			if (entity) {
-				family_add_hist(family_of(&w.hfam, e->k.name), h);
+				family_add_hist(family_get(&w.hfam, fam), h);
 				w.hists_entity += h->count != 0;
 			} else if (h->count) {
 				w.hists[w.nhists++] = &e->k;
