@@ -142,7 +142,7 @@ struct sw_req {
 	uint64_t claim_key;       /* peek: FI_CLAIM key */
 	uint32_t children;        /* rendezvous messages in flight into this (multi-)receive */
 	struct sw_rmsg *rmsgs;
-	/* send */
+	/* send and RMA (buf: the local buffer) */
 	uint64_t len, tag, data;
 	struct sw_addr dst;
 	uint8_t proto;            /* SW_SEND_* */
@@ -192,13 +192,6 @@ struct sw_ctrl_msg {
 	struct sw_fc_peer *peer; /* FC_NOTIFY: the peer it reports for */
 	bool in_list;
 	sim_timer retry;
-};
-
-struct sw_rma {
-	struct sw_obj obj;
-	struct sw_ep *ep;
-	void *context;
-	uint64_t flags, len;
 };
 
 /* Memory region. */
@@ -273,7 +266,9 @@ struct sw_ep {
 	uint32_t rx_outstanding;
 
 	/* TX context */
+	struct pool *reqs;            /* where every request of the endpoint comes from (shared per simulation) */
 	struct sw_req_list msg_queue; /* sends in flight, in order */
+	struct sw_req_list rma_queue; /* RMA operations in flight */
 	struct sw_fc_peer *fc_peers;
 	uint32_t tx_outstanding;
 	struct sw_req **rdzv_reqs;
@@ -315,6 +310,10 @@ bool sw_eq_saturated(struct sw_ep *ep, uint32_t eqn);
 void sw_req_list_push(struct sw_req_list *l, struct sw_req *r);
 void sw_req_list_remove(struct sw_req_list *l, struct sw_req *r); /* no-op unless r is on l */
 void sw_req_unlist(struct sw_req *r);                             /* off whatever list it is on */
+/* Requests of every kind (receive, send, RMA, peek) come zeroed from the simulation's pool and go back
+ * there exactly once; the endpoint's teardown returns those still on its lists. */
+struct sw_req *sw_req_new(struct sw_ep *ep, uint8_t kind);
+void sw_req_free(struct sw_ep *ep, struct sw_req *r);
 /* Buffer ids of LEs software may unlink (receives, MR LEs): 1..65535, unique per endpoint while live. */
 int sw_id_alloc(struct sw_ep *ep, uint16_t *id);
 void sw_id_free(struct sw_ep *ep, uint16_t id);

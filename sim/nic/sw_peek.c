@@ -45,7 +45,7 @@ static void peek_report(struct sw_ep *ep, struct sw_req *p, const struct sw_ux *
 		c.src_valid = true;
 	}
 	sw_req_unlist(p);
-	free(p);
+	sw_req_free(ep, p);
 	sw_complete(ep, &c);
 }
 
@@ -153,9 +153,7 @@ int sw_peek(struct sw_ep *ep, const struct sw_addr *src, uint64_t tag, uint64_t 
 	if (sw_eq_saturated(ep, ep->eq_rx))
 		return -FI_EAGAIN;
 	bool tagged = (flags & FI_TAGGED) != 0;
-	struct sw_req *p = xcalloc(1, sizeof(*p));
-	p->obj.kind = SWK_PEEK;
-	p->ep = ep;
+	struct sw_req *p = sw_req_new(ep, SWK_PEEK);
 	p->context = context;
 	p->flags = flags;
 	p->tagged = tagged;
@@ -179,7 +177,7 @@ int sw_peek(struct sw_ep *ep, const struct sw_addr *src, uint64_t tag, uint64_t 
 				      .ctn = NIC_NONE, .match_id = p->match_id, .match_bits = p->match_bits,
 				      .ignore_bits = p->ignore_bits, .user_ptr = (uint64_t)(uintptr_t)p };
 	if (sw_emit(ep, ep->tgq, &c)) {
-		free(p);
+		sw_req_free(ep, p);
 		return -FI_EAGAIN;
 	}
 	sw_req_list_push(&ep->peeks, p);
@@ -223,6 +221,6 @@ void sw_peek_fini(struct sw_ep *ep)
 	while (ep->peeks.head) {
 		struct sw_req *p = ep->peeks.head;
 		sw_req_unlist(p);
-		free(p);
+		sw_req_free(ep, p);
 	}
 }

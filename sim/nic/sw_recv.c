@@ -49,7 +49,7 @@ void sw_recv_free(struct sw_ep *ep, struct sw_req *r)
 	if (ep->rx_outstanding)
 		ep->rx_outstanding--;
 	sw_id_free(ep, r->id);
-	free(r);
+	sw_req_free(ep, r);
 }
 
 /* The last completion of r has been reported: free it, unless its cancel's UNLINK is still to come. */
@@ -602,9 +602,7 @@ struct sw_req *sw_recv_new(struct sw_ep *ep, uint64_t buf, uint64_t len, const s
 			   uint64_t ignore, uint64_t flags, void *context)
 {
 	bool tagged = (flags & FI_TAGGED) != 0;
-	struct sw_req *r = xcalloc(1, sizeof(*r));
-	r->obj.kind = SWK_RECV;
-	r->ep = ep;
+	struct sw_req *r = sw_req_new(ep, SWK_RECV);
 	r->context = context;
 	r->flags = flags;
 	r->buf = buf;
