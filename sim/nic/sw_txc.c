@@ -157,17 +157,10 @@ static void peer_put(struct sw_ep *ep, struct sw_fc_peer *p)
 {
 	if (--p->pending)
 		return;
-	struct sw_ctrl_msg *m = xcalloc(1, sizeof(*m));
-	m->obj.kind = SWK_CTRL_MSG;
-	m->ep = ep;
-	m->dst = p->addr;
-	m->type = SW_CTRL_NOTIFY;
-	m->drops = p->dropped;
-	m->peer = p;
 	p->pending_acks++;
 	ep->st.fc_notify_sent++;
 	(*ep->c_notify)++;
-	sw_ctrl_send(ep, m);
+	sw_ctrl_post(ep, p->addr, SW_CTRL_NOTIFY, p->dropped, p);
 }
 
 static void send_dropped(struct sw_ep *ep, struct sw_req *r)
@@ -238,15 +231,17 @@ void sw_txc_fc_resume(struct sw_ep *ep, struct sw_addr peer)
 
 /* ---------------------------------------------------------------- control messages */
 
+static void ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m);
+
 static void ctrl_retry(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct sw_ctrl_msg *m = obj;
 	(void)sim;
 	(void)arg;
-	sw_ctrl_send(m->ep, m);
+	ctrl_send(m->ep, m);
 }
 
-void sw_ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m)
+static void ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m)
 {
 	struct nic_cmd c = { .op = NIC_CMD_IDC_PUT };
 	c.dma = (struct nic_dma_cmd){ .dst_nic = m->dst.nic, .dst_pid = m->dst.pid, .index = SW_PTL_IDX_CTRL,
@@ -261,6 +256,18 @@ void sw_ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m)
 	}
 	if (sw_emit(ep, ep->txq, &c))
 		m->retry = sim_timer_start(ep->sim, SIM_US(1), ctrl_retry, m, 0);
+}
+
+void sw_ctrl_post(struct sw_ep *ep, struct sw_addr dst, uint64_t type, uint32_t drops, struct sw_fc_peer *peer)
+{
+	struct sw_ctrl_msg *m = xcalloc(1, sizeof(*m));
+	m->obj.kind = SWK_CTRL_MSG;
+	m->ep = ep;
+	m->dst = dst;
+	m->type = type;
+	m->drops = drops;
+	m->peer = peer;
+	ctrl_send(ep, m);
 }
 
 static void ctrl_msg_unlink(struct sw_ep *ep, struct sw_ctrl_msg *m)
@@ -461,6 +468,18 @@ static void rma_target(struct sw_ep *ep, uint64_t key, uint64_t addr, bool write
 	*off = addr;
 }
 
+/* Checks every RMA operation passes before its own. */
+static int rma_admit(struct sw_ep *ep, uint64_t len)
+{
+	if (!ep || ep->fatal)
+		return -FI_EINVAL;
+	if (len > UINT32_MAX)
+		return -FI_EMSGSIZE;
+	if (ep->tx_outstanding >= ep->attr.tx_size || sw_eq_saturated(ep, ep->eq_tx))
+		return -FI_EAGAIN;
+	return 0;
+}
+
 /* An RMA operation is a request on rma_queue from its command until its ACK or REPLY, so the endpoint's
  * close finds (and releases) it like any send. */
 static int rma_issue(struct sw_ep *ep, struct nic_cmd *c, void *context, uint64_t flags, uint64_t len)
@@ -483,12 +502,9 @@ static int rma_issue(struct sw_ep *ep, struct nic_cmd *c, void *context, uint64_
 int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
 	     uint64_t data, uint64_t flags, void *context)
 {
-	if (!ep || ep->fatal)
-		return -FI_EINVAL;
-	if (len > UINT32_MAX)
-		return -FI_EMSGSIZE;
-	if (ep->tx_outstanding >= ep->attr.tx_size || sw_eq_saturated(ep, ep->eq_tx))
-		return -FI_EAGAIN;
+	int rc = rma_admit(ep, len);
+	if (rc)
+		return rc;
 	bool writedata = (flags & FI_REMOTE_CQ_DATA) != 0;
 	if (writedata) {
 		/* fi_writedata reaches the MR's reporting LE: only standard MRs with provider keys have one. */
@@ -516,12 +532,9 @@ int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, u
 int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
 	    uint64_t flags, void *context)
 {
-	if (!ep || ep->fatal)
-		return -FI_EINVAL;
-	if (len > UINT32_MAX)
-		return -FI_EMSGSIZE;
-	if (ep->tx_outstanding >= ep->attr.tx_size || sw_eq_saturated(ep, ep->eq_tx))
-		return -FI_EAGAIN;
+	int rc = rma_admit(ep, len);
+	if (rc)
+		return rc;
 	uint16_t index;
 	uint64_t mb, off;
 	uint32_t f;
