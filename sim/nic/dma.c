@@ -15,6 +15,33 @@ simtime_t nic_dma_time(const struct nic *nic, uint64_t bytes)
 	return (simtime_t)((double)bytes * nic->p->pcie_ps_per_byte + 0.5);
 }
 
+static simtime_t wire_time(const struct nic *nic, uint64_t bytes)
+{
+	const struct fabric *f = nic->fabric;
+	return f && f->ops->wire_time ? f->ops->wire_time(f, (uint32_t)bytes) : 0;
+}
+
+/* Host reads (a Put's payload, a Get reply's data) stream to the wire through one channel per NIC: Cassini
+ * keeps a bounded window of PCIe read requests outstanding, so it sources host memory at window / round
+ * trip at most, and reads queue behind each other.  The fabric takes a message whole, so the message is
+ * handed over when its serialization at line rate would end with the read's last byte (cut-through),
+ * never before the first bytes come back.  Returns that hand-over delay from now; *done (optional) gets
+ * the delay until the last byte is read (the source buffer is free). */
+simtime_t nic_dma_read(struct nic *nic, uint64_t bytes, simtime_t after, simtime_t *done)
+{
+	simtime_t now = sim_now(nic->sim);
+	simtime_t start = now + after;
+	if (start < nic->dma_read_free)
+		start = nic->dma_read_free;
+	simtime_t stream = (simtime_t)((double)bytes * nic->p->dma_read_ps_per_byte + 0.5);
+	nic->dma_read_free = start + stream;
+	simtime_t wire = wire_time(nic, bytes);
+	simtime_t first = start + nic->p->pcie_latency;
+	if (done)
+		*done = first + stream - now;
+	return first + (stream > wire ? stream - wire : 0) - now;
+}
+
 #define PAYLOAD_MIN_SHIFT 6  /* 64 B */
 #define PAYLOAD_MAX_SHIFT 16 /* 64 KiB */
 #define PAYLOAD_CLASSES (PAYLOAD_MAX_SHIFT - PAYLOAD_MIN_SHIFT + 1)

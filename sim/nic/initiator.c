@@ -156,12 +156,12 @@ static void tx_put(struct nic *nic, struct nic_work *w)
 	}
 	p->payload_len = carry;
 	p->msg.bytes = carry;
-	simtime_t read = 0;
+	simtime_t read = 0, send = 0;
 	if (w->cmd.op == NIC_CMD_IDC_PUT) {
 		p->payload = w->idc;
 		w->idc = NULL;
 	} else {
-		read = nic->p->pcie_latency + nic_dma_time(nic, carry);
+		send = nic_dma_read(nic, carry, 0, &read);
 		if (carry && w->lni->mem) {
 			p->payload = nic_payload_alloc(carry);
 			if (nic_mem_read(w->lni, d->local_addr, p->payload, carry) != 0) {
@@ -179,7 +179,7 @@ static void tx_put(struct nic *nic, struct nic_work *w)
 	if (!(d->flags & NIC_DMA_EVENT_SEND_DISABLE))
 		init_event(nic, op, C_EVENT_SEND, C_RC_OK, d->length, read);
 	op_ct(nic, op, NIC_DMA_EVENT_CT_SEND, d->length, true);
-	nic_send_pkt(nic, p, tx_in_order(nic, read));
+	nic_send_pkt(nic, p, tx_in_order(nic, send));
 }
 
 static void tx_get(struct nic *nic, struct nic_work *w)

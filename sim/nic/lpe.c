@@ -529,8 +529,9 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		le->offset += mlength;
 	bool retired = le_retire(le);
 	access_note(pte, le, src, mlength, false);
-	simtime_t dma = cost + np->pcie_latency + nic_dma_time(nic, mlength);
-	le_busy(nic, le, dma);
+	simtime_t read_done;
+	simtime_t dma = nic_dma_read(nic, mlength, cost, &read_done);
+	le_busy(nic, le, read_done);
 	struct nic_le hdr;
 	hdr_from_pkt(&hdr, p);
 	hdr.rlength = p->rlength;
@@ -552,7 +553,7 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	if (retired)
 		ev.flags |= NIC_EVF_AUTO_UNLINKED;
 	if (!(le->flags & C_LE_EVENT_COMM_DISABLE) && !((le->flags & C_LE_EVENT_SUCCESS_DISABLE) && r->rc == C_RC_OK))
-		nic_post_target_event(nic, pte, &ev, dma);
+		nic_post_target_event(nic, pte, &ev, read_done);
 	le_ct(nic, le, mlength, r->rc == C_RC_OK);
 	nic_send_pkt(nic, r, dma);
 	if (retired)

@@ -16,6 +16,7 @@
 struct nic_params {
 	simtime_t pcie_latency;      /* one-way host <-> NIC PCIe transaction latency */
 	double pcie_ps_per_byte;     /* DMA bandwidth */
+	double dma_read_ps_per_byte; /* host-read streaming rate: min(PCIe, read window / round trip) */
 	simtime_t doorbell;          /* MMIO doorbell write until the NIC sees the queue */
 	simtime_t tx_cmd;            /* initiator command processing (per command) */
 	simtime_t idc_per_64b;       /* extra per 64-B slot of IDC payload */
@@ -206,6 +207,7 @@ struct nic {
 	struct nic_pe pe[C_PE_COUNT];
 	simtime_t tx_free;        /* transmit engine busy until */
 	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
+	simtime_t dma_read_free;  /* the host-read channel has streamed everything issued before, until then */
 
 	struct pool le_pool, pkt_pool, op_pool, work_pool, evrec_pool;
 	uint64_t rdzv_seq;
@@ -281,6 +283,7 @@ void nic_count_limit(struct nic *nic);
 
 /* dma.c: PCIe timing */
 simtime_t nic_dma_time(const struct nic *nic, uint64_t bytes);
+simtime_t nic_dma_read(struct nic *nic, uint64_t bytes, simtime_t after, simtime_t *done);
 uint8_t *nic_payload_alloc(uint32_t len);
 void nic_payload_free(uint8_t *p);
 int nic_mem_read(struct nic_lni *lni, uint64_t addr, void *dst, uint64_t len);

@@ -246,4 +246,14 @@ struct sw_ep_stats {
 };
 const struct sw_ep_stats *sw_ep_stats(const struct sw_ep *ep);
 
+/* Host work the provider did on the application's behalf: its receive calls and its progress (fi_cq_read)
+ * run this code on the caller's core.  The provider layer counts the work as it does it; the process model
+ * that owns the core prices it (sim/workload).  Take returns the work since the previous take. */
+struct sw_host_work {
+	uint64_t ux_matches;   /* receives completed from a hardware unexpected header (PUT_OVERFLOW) */
+	uint64_t sw_matches;   /* messages matched in software (request buffers, onloaded headers) */
+	uint64_t copies, copy_bytes;  /* copies of eager data out of provider buffers */
+};
+void sw_ep_take_host_work(struct sw_ep *ep, struct sw_host_work *out);
+
 #endif

@@ -158,7 +158,11 @@ static int ep_write(void *ctx, uint64_t addr, const void *src, size_t len)
 /* Software copy (e.g. unexpected eager data from an overflow buffer into the user's buffer). */
 void sw_copy(struct sw_ep *ep, uint64_t dst, uint64_t src, uint64_t len)
 {
-	if (!ep->attr.mem || !len)
+	if (!len)
+		return;
+	ep->host.copies++;
+	ep->host.copy_bytes += len;
+	if (!ep->attr.mem)
 		return;
 	uint8_t tmp[4096];
 	while (len) {
@@ -169,6 +173,12 @@ void sw_copy(struct sw_ep *ep, uint64_t dst, uint64_t src, uint64_t len)
 		dst += n;
 		len -= n;
 	}
+}
+
+void sw_ep_take_host_work(struct sw_ep *ep, struct sw_host_work *out)
+{
+	*out = ep->host;
+	memset(&ep->host, 0, sizeof(ep->host));
 }
 
 /* ---------------------------------------------------------------- state shared by all endpoints */

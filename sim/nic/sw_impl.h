@@ -232,6 +232,7 @@ struct sw_ep {
 	uint8_t *priv;               /* backing of provider-private memory (NULL without real data) */
 	uint64_t priv_size, priv_used;
 	char *fatal;
+	struct sw_host_work host;    /* since the last sw_ep_take_host_work */
 
 	uint32_t eq_tx, eq_rx, eq_ctrl;
 	struct nic_cmdq *txq, *tgq;

@@ -261,6 +261,7 @@ bool sw_ux_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u)
 	uint64_t dst = r->buf + r->start_offset;
 	uint32_t data_len = u->rlength < space ? u->rlength : (uint32_t)space;
 	uint32_t have = u->mlength < data_len ? u->mlength : data_len;
+	ep->host.sw_matches++;
 	sw_copy(ep, dst, u->data, have);
 	bool stop = true;
 	if (r->multi) {
@@ -336,6 +337,7 @@ static void ovf_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u, con
 			uint32_t data_len)
 {
 	uint32_t have = ev->mlength < data_len ? ev->mlength : data_len;
+	ep->host.ux_matches++;
 	if (u) {
 		sw_copy(ep, dst, u->data, have);
 		sw_ux_free(ep, u);

@@ -61,11 +61,11 @@ static const struct param server_params[] = {
 	  "CALIBRATED on seed 000 Fig 4b standard receives, ~8 M ops/s: extra hold when the lock and the cache's "
 	  "lines come from another thread's core" },
 	{ "prov_unexpected_ns", "ns", 400, 0, 1e6,
-	  "assumed: provider work for a receive matched from the unexpected list (overflow PUT and PUT_OVERFLOW "
-	  "events, list bookkeeping), charged to the posting thread; plus the copy out of the overflow buffer" },
+	  "assumed: provider work per receive the provider completed from a hardware unexpected header (overflow "
+	  "PUT and PUT_OVERFLOW events, list bookkeeping), as sw.h counts it; the copy is priced separately" },
 	{ "prov_sw_match_ns", "ns", 300, 0, 1e6,
-	  "assumed: provider software matching of one message in a request buffer, charged to the progressing "
-	  "thread; plus the copy out of the request buffer" },
+	  "assumed: provider work per message it matched in software (request buffers, onloaded headers), as "
+	  "sw.h counts it; the copy is priced separately" },
 	{ "eagain_retry_ns", "ns", 1000, 1, 1e9, "assumed: retry delay after -FI_EAGAIN" },
 };
 enum {
@@ -142,7 +142,6 @@ struct srv_thread {
 	uint32_t qcap, qhead, qlen;
 	bool stepping;
 	struct srv_comp cur; /* being processed */
-	uint32_t last_len;   /* size of the last request: what an unexpected match will copy */
 	/* standard */
 	struct srv_handle **handles;
 	uint32_t nhandles, hcap, posted, in_use;
@@ -209,18 +208,21 @@ static void on_comp(void *ctx, struct sw_ep *ep, const struct sw_comp *c)
 
 static void arm_retry(struct sim *sim, struct srv_thread *t);
 
-static simtime_t copy_cost(const struct rpc_server_cfg *c, uint32_t len);
+static simtime_t copy_cost(const struct rpc_server_cfg *c, uint64_t copies, uint64_t bytes);
 
-/* Provider work the receive post will do on this thread (the sw layer models no host time for its data
- * path): a post that finds an unexpected header waiting in hardware is completed from the overflow buffer
- * at once, with the extra events and the copy. */
-static simtime_t post_extra(struct srv_thread *t)
+/* Provider work done on this thread's behalf since it last looked (sw.h host-work account): receives
+ * completed from a hardware unexpected header (the overflow PUT and PUT_OVERFLOW events), messages matched
+ * in software, and the copies out of overflow and request buffers.  The thread pays it at its next step,
+ * as progress runs inside its own fi_cq_read and fi_recv calls. */
+static simtime_t provider_work(struct srv_thread *t)
 {
-	struct nic_pte_status st;
-	if (nic_pte_status(sw_ep_nic(t->ep), sw_ep_rx_ptn(t->ep), &st) || st.state != C_PTLTE_ENABLED || !st.ule_count)
-		return 0;
-	t->srv->st.ux_posts++;
-	return t->srv->cfg.prov_ux + copy_cost(&t->srv->cfg, t->last_len);
+	const struct rpc_server_cfg *c = cfg_of(t);
+	struct sw_host_work w;
+	sw_ep_take_host_work(t->ep, &w);
+	t->srv->st.ux_posts += w.ux_matches;
+	t->srv->st.sw_matched += w.sw_matches;
+	return (simtime_t)w.ux_matches * c->prov_ux + (simtime_t)w.sw_matches * c->prov_sw +
+	       copy_cost(c, w.copies, w.copy_bytes);
 }
 
 /* Thread time of one receive post issued `so_far` into the current work item: the provider call, then the
@@ -246,9 +248,9 @@ static simtime_t recv_post_cost(struct srv_thread *t, simtime_t so_far)
 static bool post_handle(struct srv_thread *t, struct srv_handle *h, simtime_t *cost)
 {
 	struct rpc_server_cfg *c = cfg_of(t);
-	simtime_t extra = post_extra(t);
-	*cost += recv_post_cost(t, *cost) + extra;
+	*cost += recv_post_cost(t, *cost);
 	int rc = sw_recv(t->ep, (uint64_t)h->idx * c->recv_bytes + 0x10000000ULL, c->recv_bytes, NULL, 0, 0, 0, h);
+	*cost += provider_work(t);
 	if (rc == -FI_EAGAIN)
 		return false;
 	if (rc)
@@ -388,9 +390,10 @@ static void arm_retry(struct sim *sim, struct srv_thread *t)
 
 /* ---------------------------------------------------------------------------------------- processing */
 
-static simtime_t copy_cost(const struct rpc_server_cfg *c, uint32_t len)
+/* memcpy on this core: `copies` calls moving `bytes` in all. */
+static simtime_t copy_cost(const struct rpc_server_cfg *c, uint64_t copies, uint64_t bytes)
 {
-	return c->copy_base + (simtime_t)(len * c->copy_ps_per_byte + 0.5);
+	return (simtime_t)copies * c->copy_base + (simtime_t)((double)bytes * c->copy_ps_per_byte + 0.5);
 }
 
 /* Release the request's receive resources (Mercury: handle destroyed after the response completed). */
@@ -450,14 +453,7 @@ static simtime_t take_request(struct sim *sim, struct srv_thread *t, const struc
 {
 	struct rpc_server *s = t->srv;
 	struct rpc_server_cfg *c = &s->cfg;
-	simtime_t cost = c->cq_event;
-	t->last_len = sc->len;
-	/* Provider work behind this completion when the receive side is not matching in hardware: the
-	 * message sat in a request buffer and software matched and copied it (charged here, see post_extra). */
-	if (sw_ep_rxc_state(t->ep) != RXC_ENABLED) {
-		s->st.sw_matched++;
-		cost += c->prov_sw + copy_cost(c, sc->len);
-	}
+	simtime_t cost = c->cq_event + provider_work(t);
 	struct srv_req *r = pool_get(&s->req_pool);
 	memset(r, 0, sizeof(*r));
 	r->kind = CTX_REQ;
@@ -491,7 +487,7 @@ static simtime_t take_request(struct sim *sim, struct srv_thread *t, const struc
 		}
 		if (copy) {
 			s->st.mrecv_copies++;
-			cost += copy_cost(c, sc->len);
+			cost += copy_cost(c, 1, sc->len);
 			r->holds_buf = false;
 			if (--b->refs == 0 && b->retired) {
 				if (!post_mrecv(t, b, &cost))

@@ -83,10 +83,10 @@ def test_fig10_bulk_write_and_read(run_scenario, nodes, name):
     _, r = run_scenario("scenarios/fig10-bulk-bw.yaml.j2", {"nodes": nodes, "op": "read", "clients": 416})
     bw_w, bw_r = w["rpc_client"]["bulk"]["bandwidth_gbs"], r["rpc_client"]["bulk"]["bandwidth_gbs"]
     band(name, bw_w)
-    # Seed 000: reads are slightly lower (46 vs 48, 84 vs 96 GB/s).  Our model has no mechanism that makes a
-    # server's RMA write slower than its RMA read, so reads come out equal to writes within the window's
-    # noise (docs/workloads.md lists this as a validation not met); a collapse of either still fails here.
-    assert 0.8 * bw_w < bw_r < 1.03 * bw_w, (bw_r, bw_w)
+    # Seed 000: reads are slightly lower (46 vs 48, 84 vs 96 GB/s).  A bulk read is the server's RMA write:
+    # the server NICs source every byte from host memory through their PCIe read windows, while a bulk
+    # write's Gets are sourced by the many client NICs.  "Lower" must clear the window's ~1% noise.
+    assert 0.8 * bw_w < bw_r < 0.99 * bw_w, (bw_r, bw_w)
     for m in (w, r):
         assert m["rpc_client"]["failed"] == 0 and m["rpc_server"]["bulk"]["rma_errors"] == 0
 

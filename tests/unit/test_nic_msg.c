@@ -42,6 +42,10 @@ Test(nic_msg, tagged_eager_expected)
 	cr_assert_eq(a.comps[0].c.err, 0);
 	cr_assert(a.comps[0].c.flags & FI_SEND);
 	cr_assert_eq(tctr(&s, "nic.1.C_CNTR_LPE_NET_MATCH_PRIORITY_%u", sw_ep_rx_ptn(b.ep) % 4), 1);
+	/* Matched and placed by the NIC: no host work in the provider. */
+	struct sw_host_work w;
+	sw_ep_take_host_work(b.ep, &w);
+	cr_assert(!w.ux_matches && !w.sw_matches && !w.copies && !w.copy_bytes);
 	tep_close(&a);
 	tep_close(&b);
 	tsim_free(&s);
@@ -71,6 +75,16 @@ Test(nic_msg, unexpected_eager_via_overflow_then_matched)
 		cr_assert_eq(b.comps[i].c.err, 0);
 		cr_assert_eq(memcmp(src[i], dst[i], sizeof(src[i])), 0, "message %d", i);
 	}
+	/* Each receive completed from an unexpected header costs the provider a copy out of the overflow
+	 * buffer; the account is emptied by the take. */
+	struct sw_host_work w;
+	sw_ep_take_host_work(b.ep, &w);
+	cr_assert_eq(w.ux_matches, 4);
+	cr_assert_eq(w.sw_matches, 0);
+	cr_assert_eq(w.copies, 4);
+	cr_assert_eq(w.copy_bytes, 4 * sizeof(src[0]));
+	sw_ep_take_host_work(b.ep, &w);
+	cr_assert(!w.ux_matches && !w.copies);
 	tep_close(&a);
 	tep_close(&b);
 	tsim_free(&s);
@@ -217,6 +231,14 @@ Test(nic_msg, software_mode_uses_request_buffers_and_software_get)
 	cr_assert_eq(st.le_count[C_PTL_LIST_REQUEST], 6, "FI_CXI_REQ_BUF_MIN_POSTED request buffers");
 	cr_assert_eq(st.le_count[C_PTL_LIST_PRIORITY], 0);
 	cr_assert_eq(tctr(&s, "nic.1.C_CNTR_LPE_NET_MATCH_REQUEST_%u", sw_ep_rx_ptn(b.ep) % 4), 3);
+	/* All three were matched by the provider and their eager bytes copied out of request buffers. */
+	struct sw_host_work w;
+	sw_ep_take_host_work(b.ep, &w);
+	cr_assert_eq(w.sw_matches, 3);
+	cr_assert_eq(w.ux_matches, 0);
+	cr_assert_eq(w.copies, 3);
+	cr_assert_geq(w.copy_bytes, 200);
+	cr_assert_lt(w.copy_bytes, big);
 	free(src);
 	free(dst);
 	free(d2);
