@@ -4,7 +4,6 @@
  * rings when a waiter armed the page. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,22 +100,7 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 static int cntr_control(struct fid *fid, int command, void *arg)
 {
 	struct cxip_cntr *c = (struct cxip_cntr *)fid;
-	switch (command) {
-	case FI_GETWAIT:
-		if (!arg)
-			return -FI_EINVAL;
-		if (c->wait_obj != FI_WAIT_FD)
-			return -FI_ENODATA;
-		*(int *)arg = c->efd;
-		return 0;
-	case FI_GETWAITOBJ:
-		if (!arg)
-			return -FI_EINVAL;
-		*(enum fi_wait_obj *)arg = c->wait_obj;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	return cxip_wait_control(command, arg, c->wait_obj, c->efd);
 }
 
 static int cntr_close(struct fid *fid)
@@ -162,18 +146,8 @@ int cxip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct 
 	if (attr->flags)
 		return -FI_EINVAL;
 	enum fi_wait_obj wait = attr->wait_obj;
-	switch (wait) {
-	case FI_WAIT_NONE:
-	case FI_WAIT_FD:
-		break;
-	case FI_WAIT_UNSPEC:
-	case FI_WAIT_YIELD:
-	case FI_WAIT_MUTEX_COND:
-		wait = FI_WAIT_FD;
-		break;
-	default:
+	if (cxip_wait_obj_choose(&wait, false))
 		return -FI_ENOSYS;
-	}
 	struct cxip_cntr *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -FI_ENOMEM;

@@ -351,34 +351,7 @@ int cxip_cq_trywait(struct cxip_cq *cq)
 static int cq_control(struct fid *fid, int command, void *arg)
 {
 	struct cxip_cq *cq = (struct cxip_cq *)fid;
-	switch (command) {
-	case FI_GETWAIT:
-		if (!arg)
-			return -FI_EINVAL;
-		if (cq->wait_obj == FI_WAIT_FD) {
-			*(int *)arg = cq->q.efd;
-			return 0;
-		}
-		if (cq->wait_obj == FI_WAIT_POLLFD) {
-			struct fi_wait_pollfd *p = arg;
-			size_t have = p->nfds;
-			p->nfds = 1;
-			p->change_index = 1;
-			if (have < 1 || !p->fd)
-				return -FI_ETOOSMALL;
-			p->fd[0].fd = cq->q.efd;
-			p->fd[0].events = POLLIN;
-			return 0;
-		}
-		return -FI_ENODATA;
-	case FI_GETWAITOBJ:
-		if (!arg)
-			return -FI_EINVAL;
-		*(enum fi_wait_obj *)arg = cq->wait_obj;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	return cxip_wait_control(command, arg, cq->wait_obj, cq->q.efd);
 }
 
 static int cq_close(struct fid *fid)
@@ -441,19 +414,8 @@ int cxip_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_
 	default: return -FI_ENOSYS;
 	}
 	enum fi_wait_obj wait = attr->wait_obj;
-	switch (wait) {
-	case FI_WAIT_NONE:
-	case FI_WAIT_FD:
-	case FI_WAIT_POLLFD:
-		break;
-	case FI_WAIT_UNSPEC:
-	case FI_WAIT_MUTEX_COND:
-	case FI_WAIT_YIELD:
-		wait = FI_WAIT_FD; /* sread sleeps on the eventfd either way */
-		break;
-	default:
-		return -FI_ENOSYS; /* wait sets */
-	}
+	if (cxip_wait_obj_choose(&wait, true))
+		return -FI_ENOSYS;
 	if (attr->wait_cond != FI_CQ_COND_NONE && attr->wait_cond != FI_CQ_COND_THRESHOLD)
 		return -FI_EINVAL;
 	struct cxip_cq *cq = calloc(1, sizeof(*cq));

@@ -410,6 +410,15 @@ extern struct fi_ops_collective cxip_collective_ops;
 ssize_t cxip_ep_cancel(struct fid *fid, void *context);
 /* Emit one command (header + optional inline payload) on the endpoint's queue.  -FI_EAGAIN when full. */
 ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline_data, size_t inline_len);
+/* Argument handling shared by the data paths (ep.c):
+ * the peer and VNI of a command (-FI_EINVAL for FI_ADDR_UNSPEC/NOTAVAIL, or the AV's lookup error); */
+int cxip_ep_cmd_peer(struct cxip_ep *ep, fi_addr_t dest, struct cxs_cmd *cmd);
+/* whether an operation reports a completion (selective completion of the bound CQ; fi_inject* never); */
+bool cxip_ep_want_completion(const struct cxip_ep *ep, uint64_t flags, bool tx);
+/* the CXS_F_* of FI_REMOTE_CQ_DATA, FI_DELIVERY_COMPLETE and FI_FENCE; */
+uint32_t cxip_tx_cmd_flags(uint64_t flags);
+/* the one buffer of an iovec list (none: NULL, 0); more than one is -FI_EINVAL. */
+int cxip_one_iov(const struct iovec *iov, size_t count, void **buf, size_t *len);
 
 /* Generic fid helpers */
 int cxip_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
@@ -422,5 +431,11 @@ int cxip_rc_to_errno(int rc);
 /* Translate a libfabric wait on an eventfd with a timeout (ms, -1 forever); returns 0, -FI_EAGAIN on
  * timeout, -FI_EIO if the daemon died. */
 int cxip_wait_fd(struct cxip_dev *dev, int fd, int timeout_ms);
+
+/* Wait objects of CQs, counters and EQs (wait.c): the one an object gets for the one asked for (blocking
+ * kinds become FI_WAIT_FD; FI_WAIT_POLLFD only where `pollfd`; wait sets -FI_ENOSYS), and fi_control's
+ * FI_GETWAIT / FI_GETWAITOBJ for an object waiting on the eventfd efd. */
+int cxip_wait_obj_choose(enum fi_wait_obj *wait, bool pollfd);
+int cxip_wait_control(int command, void *arg, enum fi_wait_obj wait, int efd);
 
 #endif

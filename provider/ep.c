@@ -40,6 +40,60 @@ ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline
 	return 0;
 }
 
+/* ---- argument helpers of the data paths (msg.c, rma.c) ---- */
+
+int cxip_ep_cmd_peer(struct cxip_ep *ep, fi_addr_t dest, struct cxs_cmd *cmd)
+{
+	struct cxip_addr a;
+	uint16_t vni = 0;
+	if (dest == FI_ADDR_UNSPEC || dest == FI_ADDR_NOTAVAIL)
+		return -FI_EINVAL;
+	int ret = cxip_av_lookup_addr(ep->av, dest, &a, &vni);
+	if (ret)
+		return ret;
+	cmd->peer = ((uint32_t)a.nic << CXIP_PID_BITS) | a.pid;
+	cmd->vni = ep->dom->av_auth_key ? vni : ep->auth_key.vni;
+	return 0;
+}
+
+bool cxip_ep_want_completion(const struct cxip_ep *ep, uint64_t flags, bool tx)
+{
+	if (tx && (flags & CXIP_NO_COMPLETION))
+		return false;
+	uint64_t sel = tx ? ep->tx_cq_flags : ep->rx_cq_flags;
+	if (!(sel & FI_SELECTIVE_COMPLETION))
+		return true;
+	return (flags & FI_COMPLETION) != 0;
+}
+
+uint32_t cxip_tx_cmd_flags(uint64_t flags)
+{
+	uint32_t f = 0;
+	if (flags & FI_REMOTE_CQ_DATA)
+		f |= CXS_F_REMOTE_CQ_DATA;
+	if (flags & FI_DELIVERY_COMPLETE)
+		f |= CXS_F_DELIVERY;
+	if (flags & FI_FENCE)
+		f |= CXS_F_FENCE;
+	return f;
+}
+
+int cxip_one_iov(const struct iovec *iov, size_t count, void **buf, size_t *len)
+{
+	if (count > 1)
+		return -FI_EINVAL;
+	if (count == 0) {
+		*buf = NULL;
+		*len = 0;
+		return 0;
+	}
+	if (!iov)
+		return -FI_EINVAL;
+	*buf = iov[0].iov_base;
+	*len = iov[0].iov_len;
+	return 0;
+}
+
 /* ---- bind ---- */
 
 static int bind_cq(struct cxip_ep *ep, struct cxip_cq *cq, uint64_t flags)

@@ -127,22 +127,7 @@ int cxip_eq_trywait(struct cxip_eq *eq)
 static int eq_control(struct fid *fid, int command, void *arg)
 {
 	struct cxip_eq *eq = (struct cxip_eq *)fid;
-	switch (command) {
-	case FI_GETWAIT:
-		if (!arg)
-			return -FI_EINVAL;
-		if (eq->wait_obj != FI_WAIT_FD)
-			return -FI_ENODATA;
-		*(int *)arg = eq->efd;
-		return 0;
-	case FI_GETWAITOBJ:
-		if (!arg)
-			return -FI_EINVAL;
-		*(enum fi_wait_obj *)arg = eq->wait_obj;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	return cxip_wait_control(command, arg, eq->wait_obj, eq->efd);
 }
 
 static int eq_close(struct fid *fid)
@@ -187,18 +172,8 @@ int cxip_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_
 	if (attr->flags & ~(FI_WRITE))
 		return -FI_EINVAL;
 	enum fi_wait_obj wait = attr->wait_obj;
-	switch (wait) {
-	case FI_WAIT_NONE:
-	case FI_WAIT_FD:
-		break;
-	case FI_WAIT_UNSPEC:
-	case FI_WAIT_YIELD:
-	case FI_WAIT_MUTEX_COND:
-		wait = FI_WAIT_FD;
-		break;
-	default:
+	if (cxip_wait_obj_choose(&wait, false))
 		return -FI_ENOSYS;
-	}
 	struct cxip_eq *eq = calloc(1, sizeof(*eq));
 	if (!eq)
 		return -FI_ENOMEM;

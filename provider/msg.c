@@ -6,28 +6,6 @@
 
 #include "cxip.h"
 
-static bool want_completion(const struct cxip_ep *ep, uint64_t flags, bool tx)
-{
-	uint64_t sel = tx ? ep->tx_cq_flags : ep->rx_cq_flags;
-	if (!(sel & FI_SELECTIVE_COMPLETION))
-		return true;
-	return (flags & FI_COMPLETION) != 0;
-}
-
-static int resolve_dest(struct cxip_ep *ep, fi_addr_t dest, struct cxs_cmd *cmd)
-{
-	struct cxip_addr a;
-	uint16_t vni = 0;
-	if (dest == FI_ADDR_UNSPEC || dest == FI_ADDR_NOTAVAIL)
-		return -FI_EINVAL;
-	int ret = cxip_av_lookup_addr(ep->av, dest, &a, &vni);
-	if (ret)
-		return ret;
-	cmd->peer = ((uint32_t)a.nic << CXIP_PID_BITS) | a.pid;
-	cmd->vni = ep->dom->av_auth_key ? vni : ep->auth_key.vni;
-	return 0;
-}
-
 static ssize_t do_send(struct cxip_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
 		       uint64_t data, void *context, uint64_t flags, bool tagged)
 {
@@ -49,21 +27,16 @@ static ssize_t do_send(struct cxip_ep *ep, const void *buf, size_t len, fi_addr_
 	}
 	struct cxs_cmd cmd = { .op = CXS_CMD_SEND, .context = (uint64_t)(uintptr_t)context, .addr = (uint64_t)(uintptr_t)buf,
 			       .len = len, .tag = tagged ? tag : 0, .aux = data };
-	int ret = resolve_dest(ep, dest, &cmd);
+	int ret = cxip_ep_cmd_peer(ep, dest, &cmd);
 	if (ret)
 		return ret;
 	if (tagged)
 		cmd.flags |= CXS_F_TAGGED;
-	if (flags & FI_REMOTE_CQ_DATA)
-		cmd.flags |= CXS_F_REMOTE_CQ_DATA;
-	if (flags & FI_DELIVERY_COMPLETE)
-		cmd.flags |= CXS_F_DELIVERY;
-	if (flags & FI_FENCE)
-		cmd.flags |= CXS_F_FENCE;
+	cmd.flags |= cxip_tx_cmd_flags(flags);
 	if (flags & FI_MORE)
 		cmd.flags |= CXS_F_MORE;
 	/* fi_inject() calls never complete in the CQ (only errors do); other sends follow the binding. */
-	if (!(flags & CXIP_NO_COMPLETION) && want_completion(ep, flags, true))
+	if (cxip_ep_want_completion(ep, flags, true))
 		cmd.flags |= CXS_F_COMPLETION;
 	bool idc = (flags & FI_INJECT) || (len <= CXIP_INJECT_SIZE && !cxip_env.disable_non_inject_msg_idc);
 	if (idc) {
@@ -94,7 +67,7 @@ static ssize_t do_recv(struct cxip_ep *ep, void *buf, size_t len, fi_addr_t src,
 			       .len = len, .tag = tagged ? tag : 0, .aux = tagged ? ignore : 0,
 			       .vni = ep->auth_key.vni, .peer = 0 };
 	if ((ep->caps & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC) {
-		int ret = resolve_dest(ep, src, &cmd);
+		int ret = cxip_ep_cmd_peer(ep, src, &cmd);
 		if (ret)
 			return ret;
 		cmd.flags |= CXS_F_DIRECTED;
@@ -109,27 +82,44 @@ static ssize_t do_recv(struct cxip_ep *ep, void *buf, size_t len, fi_addr_t src,
 		cmd.flags |= CXS_F_CLAIM;
 	if (flags & FI_DISCARD)
 		cmd.flags |= CXS_F_DISCARD;
-	if (want_completion(ep, flags, false) || (flags & FI_PEEK))
+	if (cxip_ep_want_completion(ep, flags, false) || (flags & FI_PEEK))
 		cmd.flags |= CXS_F_COMPLETION;
 	if (cxip_env.trunc_ok)
 		cmd.flags |= CXS_F_TRUNC_OK;
 	return cxip_ep_emit(ep, &cmd, NULL, 0);
 }
 
-static int one_iov(const struct iovec *iov, size_t count, void **buf, size_t *len)
+/* The send and receive forms of each call differ only in the direction and the flags they may pass; aux is
+ * the remote CQ data of a send, the ignore bits of a receive. */
+static ssize_t post(struct cxip_ep *ep, bool send, void *buf, size_t len, fi_addr_t addr, uint64_t tag, uint64_t aux,
+		    void *context, uint64_t flags, bool tagged)
 {
-	if (count > 1)
-		return -FI_EINVAL;
-	if (count == 0) {
-		*buf = NULL;
-		*len = 0;
-		return 0;
-	}
-	if (!iov)
-		return -FI_EINVAL;
-	*buf = iov[0].iov_base;
-	*len = iov[0].iov_len;
-	return 0;
+	return send ? do_send(ep, buf, len, addr, tag, aux, context, flags, tagged)
+		    : do_recv(ep, buf, len, addr, tag, aux, context, flags, tagged);
+}
+
+/* fi_sendv, fi_recvv and their tagged forms: at most one iovec, the endpoint's default op flags. */
+static ssize_t post_iov(struct fid_ep *fid, bool send, const struct iovec *iov, size_t count, fi_addr_t addr,
+			uint64_t tag, uint64_t aux, void *context, bool tagged)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	void *buf;
+	size_t len;
+	int ret = cxip_one_iov(iov, count, &buf, &len);
+	return ret ? ret
+		   : post(ep, send, buf, len, addr, tag, aux, context, send ? ep->tx_op_flags : ep->rx_op_flags, tagged);
+}
+
+/* fi_sendmsg, fi_recvmsg and their tagged forms: flags outside `allowed` are -FI_EBADFLAGS. */
+static ssize_t post_msg(struct fid_ep *fid, bool send, const struct iovec *iov, size_t count, fi_addr_t addr,
+			uint64_t tag, uint64_t aux, void *context, uint64_t flags, uint64_t allowed, bool tagged)
+{
+	if (flags & ~allowed)
+		return -FI_EBADFLAGS;
+	void *buf;
+	size_t len;
+	int ret = cxip_one_iov(iov, count, &buf, &len);
+	return ret ? ret : post((struct cxip_ep *)fid, send, buf, len, addr, tag, aux, context, flags, tagged);
 }
 
 /* ---- fi_msg ---- */
@@ -144,25 +134,16 @@ static ssize_t msg_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, f
 static ssize_t msg_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			 void *context)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
-	void *buf;
-	size_t len;
 	(void)desc;
-	int ret = one_iov(iov, count, &buf, &len);
-	return ret ? ret : do_recv(ep, buf, len, src, 0, 0, context, ep->rx_op_flags, false);
+	return post_iov(fid, false, iov, count, src, 0, 0, context, false);
 }
 
 static ssize_t msg_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
 	if (!msg)
 		return -FI_EINVAL;
-	if (flags & ~(CXIP_RX_OP_FLAGS | FI_REMOTE_CQ_DATA))
-		return -FI_EBADFLAGS;
-	void *buf;
-	size_t len;
-	int ret = one_iov(msg->msg_iov, msg->iov_count, &buf, &len);
-	return ret ? ret : do_recv(ep, buf, len, msg->addr, 0, 0, msg->context, flags, false);
+	return post_msg(fid, false, msg->msg_iov, msg->iov_count, msg->addr, 0, 0, msg->context, flags,
+			CXIP_RX_OP_FLAGS | FI_REMOTE_CQ_DATA, false);
 }
 
 static ssize_t msg_send(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, void *context)
@@ -175,25 +156,16 @@ static ssize_t msg_send(struct fid_ep *fid, const void *buf, size_t len, void *d
 static ssize_t msg_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			 void *context)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
-	void *buf;
-	size_t len;
 	(void)desc;
-	int ret = one_iov(iov, count, &buf, &len);
-	return ret ? ret : do_send(ep, buf, len, dest, 0, 0, context, ep->tx_op_flags, false);
+	return post_iov(fid, true, iov, count, dest, 0, 0, context, false);
 }
 
 static ssize_t msg_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
 	if (!msg)
 		return -FI_EINVAL;
-	if (flags & ~CXIP_TX_OP_FLAGS)
-		return -FI_EBADFLAGS;
-	void *buf;
-	size_t len;
-	int ret = one_iov(msg->msg_iov, msg->iov_count, &buf, &len);
-	return ret ? ret : do_send(ep, buf, len, msg->addr, 0, msg->data, msg->context, flags, false);
+	return post_msg(fid, true, msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data, msg->context, flags,
+			CXIP_TX_OP_FLAGS, false);
 }
 
 static ssize_t msg_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
@@ -242,25 +214,16 @@ static ssize_t tag_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, f
 static ssize_t tag_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, void *context)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
-	void *buf;
-	size_t len;
 	(void)desc;
-	int ret = one_iov(iov, count, &buf, &len);
-	return ret ? ret : do_recv(ep, buf, len, src, tag, ignore, context, ep->rx_op_flags, true);
+	return post_iov(fid, false, iov, count, src, tag, ignore, context, true);
 }
 
 static ssize_t tag_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
 	if (!msg)
 		return -FI_EINVAL;
-	if (flags & ~(CXIP_RX_OP_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_REMOTE_CQ_DATA))
-		return -FI_EBADFLAGS;
-	void *buf;
-	size_t len;
-	int ret = one_iov(msg->msg_iov, msg->iov_count, &buf, &len);
-	return ret ? ret : do_recv(ep, buf, len, msg->addr, msg->tag, msg->ignore, msg->context, flags, true);
+	return post_msg(fid, false, msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->ignore, msg->context,
+			flags, CXIP_RX_OP_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_REMOTE_CQ_DATA, true);
 }
 
 static ssize_t tag_send(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
@@ -274,25 +237,16 @@ static ssize_t tag_send(struct fid_ep *fid, const void *buf, size_t len, void *d
 static ssize_t tag_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			 uint64_t tag, void *context)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
-	void *buf;
-	size_t len;
 	(void)desc;
-	int ret = one_iov(iov, count, &buf, &len);
-	return ret ? ret : do_send(ep, buf, len, dest, tag, 0, context, ep->tx_op_flags, true);
+	return post_iov(fid, true, iov, count, dest, tag, 0, context, true);
 }
 
 static ssize_t tag_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
 	if (!msg)
 		return -FI_EINVAL;
-	if (flags & ~CXIP_TX_OP_FLAGS)
-		return -FI_EBADFLAGS;
-	void *buf;
-	size_t len;
-	int ret = one_iov(msg->msg_iov, msg->iov_count, &buf, &len);
-	return ret ? ret : do_send(ep, buf, len, msg->addr, msg->tag, msg->data, msg->context, flags, true);
+	return post_msg(fid, true, msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->data, msg->context, flags,
+			CXIP_TX_OP_FLAGS, true);
 }
 
 static ssize_t tag_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)

@@ -31,23 +31,11 @@ static ssize_t do_rma(struct cxip_ep *ep, bool write, const void *buf, size_t le
 		return -FI_EBADFLAGS;
 	struct cxs_cmd cmd = { .op = write ? CXS_CMD_WRITE : CXS_CMD_READ, .context = (uint64_t)(uintptr_t)context,
 			       .addr = (uint64_t)(uintptr_t)buf, .len = len, .tag = key, .aux = addr };
-	struct cxip_addr a;
-	uint16_t vni = 0;
-	if (dest == FI_ADDR_UNSPEC || dest == FI_ADDR_NOTAVAIL)
-		return -FI_EINVAL;
-	int ret = cxip_av_lookup_addr(ep->av, dest, &a, &vni);
+	int ret = cxip_ep_cmd_peer(ep, dest, &cmd);
 	if (ret)
 		return ret;
-	cmd.peer = ((uint32_t)a.nic << CXIP_PID_BITS) | a.pid;
-	cmd.vni = ep->dom->av_auth_key ? vni : ep->auth_key.vni;
-	if (flags & FI_REMOTE_CQ_DATA)
-		cmd.flags |= CXS_F_REMOTE_CQ_DATA;
-	if (flags & FI_DELIVERY_COMPLETE)
-		cmd.flags |= CXS_F_DELIVERY;
-	if (flags & FI_FENCE)
-		cmd.flags |= CXS_F_FENCE;
-	uint64_t sel = ep->tx_cq_flags;
-	if (!(flags & CXIP_NO_COMPLETION) && (!(sel & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION)))
+	cmd.flags |= cxip_tx_cmd_flags(flags);
+	if (cxip_ep_want_completion(ep, flags, true))
 		cmd.flags |= CXS_F_COMPLETION;
 	unsigned char payload[RMA_EXT_BYTES + CXIP_INJECT_SIZE];
 	memset(payload, 0, RMA_EXT_BYTES);
@@ -62,6 +50,33 @@ static ssize_t do_rma(struct cxip_ep *ep, bool write, const void *buf, size_t le
 	return cxip_ep_emit(ep, &cmd, payload, extra);
 }
 
+/* fi_readv / fi_writev: at most one iovec, the endpoint's default op flags. */
+static ssize_t rma_iov(struct fid_ep *fid, bool write, const struct iovec *iov, size_t count, fi_addr_t peer,
+		       uint64_t addr, uint64_t key, void *context)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	void *buf;
+	size_t len;
+	int ret = cxip_one_iov(iov, count, &buf, &len);
+	return ret ? ret : do_rma(ep, write, buf, len, peer, addr, key, 0, context, ep->tx_op_flags);
+}
+
+/* fi_readmsg / fi_writemsg: at most one local iovec, exactly one remote one of the same length; remote CQ
+ * data only for writes. */
+static ssize_t rma_msg(struct fid_ep *fid, bool write, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (!msg || msg->iov_count > 1 || msg->rma_iov_count != 1 || (msg->iov_count && !msg->msg_iov) || !msg->rma_iov)
+		return -FI_EINVAL;
+	if (flags & ~CXIP_TX_OP_FLAGS)
+		return -FI_EBADFLAGS;
+	const struct iovec *v = msg->iov_count ? &msg->msg_iov[0] : NULL;
+	if (v && v->iov_len != msg->rma_iov[0].len)
+		return -FI_EINVAL;
+	return do_rma(ep, write, v ? v->iov_base : NULL, v ? v->iov_len : 0, msg->addr, msg->rma_iov[0].addr,
+		      msg->rma_iov[0].key, write ? msg->data : 0, msg->context, flags);
+}
+
 static ssize_t rma_read(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t addr,
 			uint64_t key, void *context)
 {
@@ -73,26 +88,13 @@ static ssize_t rma_read(struct fid_ep *fid, void *buf, size_t len, void *desc, f
 static ssize_t rma_readv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			 uint64_t addr, uint64_t key, void *context)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
 	(void)desc;
-	if (count > 1 || (count && !iov))
-		return -FI_EINVAL;
-	return do_rma(ep, false, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, src, addr, key, 0, context,
-		      ep->tx_op_flags);
+	return rma_iov(fid, false, iov, count, src, addr, key, context);
 }
 
 static ssize_t rma_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
-	if (!msg || msg->iov_count > 1 || msg->rma_iov_count != 1 || (msg->iov_count && !msg->msg_iov) || !msg->rma_iov)
-		return -FI_EINVAL;
-	if (flags & ~CXIP_TX_OP_FLAGS)
-		return -FI_EBADFLAGS;
-	const struct iovec *v = msg->iov_count ? &msg->msg_iov[0] : NULL;
-	if (v && v->iov_len != msg->rma_iov[0].len)
-		return -FI_EINVAL;
-	return do_rma(ep, false, v ? v->iov_base : NULL, v ? v->iov_len : 0, msg->addr, msg->rma_iov[0].addr,
-		      msg->rma_iov[0].key, 0, msg->context, flags);
+	return rma_msg(fid, false, msg, flags);
 }
 
 static ssize_t rma_write(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t addr,
@@ -106,26 +108,13 @@ static ssize_t rma_write(struct fid_ep *fid, const void *buf, size_t len, void *
 static ssize_t rma_writev(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			  uint64_t addr, uint64_t key, void *context)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
 	(void)desc;
-	if (count > 1 || (count && !iov))
-		return -FI_EINVAL;
-	return do_rma(ep, true, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, dest, addr, key, 0, context,
-		      ep->tx_op_flags);
+	return rma_iov(fid, true, iov, count, dest, addr, key, context);
 }
 
 static ssize_t rma_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	struct cxip_ep *ep = (struct cxip_ep *)fid;
-	if (!msg || msg->iov_count > 1 || msg->rma_iov_count != 1 || (msg->iov_count && !msg->msg_iov) || !msg->rma_iov)
-		return -FI_EINVAL;
-	if (flags & ~CXIP_TX_OP_FLAGS)
-		return -FI_EBADFLAGS;
-	const struct iovec *v = msg->iov_count ? &msg->msg_iov[0] : NULL;
-	if (v && v->iov_len != msg->rma_iov[0].len)
-		return -FI_EINVAL;
-	return do_rma(ep, true, v ? v->iov_base : NULL, v ? v->iov_len : 0, msg->addr, msg->rma_iov[0].addr,
-		      msg->rma_iov[0].key, msg->data, msg->context, flags);
+	return rma_msg(fid, true, msg, flags);
 }
 
 static ssize_t rma_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t addr,

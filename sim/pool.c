@@ -13,6 +13,7 @@ void pool_init(struct pool *p, size_t obj_size, size_t per_slab)
 	p->slabs = NULL;
 	p->nslabs = p->slabs_cap = 0;
 	p->live = p->allocated = 0;
+	p->poison = false;
 }
 
 void pool_grow(struct pool *p)
@@ -31,6 +32,7 @@ void pool_grow(struct pool *p)
 	for (size_t i = p->per_slab; i-- > 0;) {
 		void *o = slab + i * p->obj_size;
 		*(void **)o = p->free_list;
+		POOL_POISON(p, o);
 		p->free_list = o;
 	}
 	p->allocated += p->per_slab;
@@ -38,8 +40,14 @@ void pool_grow(struct pool *p)
 
 void pool_free_all(struct pool *p)
 {
-	for (size_t i = 0; i < p->nslabs; i++)
+	for (size_t i = 0; i < p->nslabs; i++) {
+#ifdef POOL_ASAN
+		ASAN_UNPOISON_MEMORY_REGION(p->slabs[i], p->obj_size * p->per_slab);
+#endif
 		free(p->slabs[i]);
+	}
 	free(p->slabs);
+	bool poison = p->poison;
 	pool_init(p, p->obj_size, p->per_slab);
+	p->poison = poison;
 }

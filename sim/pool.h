@@ -6,8 +6,25 @@
 #ifndef CXISIM_POOL_H
 #define CXISIM_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_ASAN 1
+#endif
+#endif
+#ifdef POOL_ASAN
+#include <sanitizer/asan_interface.h>
+#define POOL_POISON(p, o) ((p)->poison ? ASAN_POISON_MEMORY_REGION((o), (p)->obj_size) : (void)0)
+#define POOL_UNPOISON(p, o) ((p)->poison ? ASAN_UNPOISON_MEMORY_REGION((o), (p)->obj_size) : (void)0)
+#else
+#define POOL_POISON(p, o) ((void)(p), (void)(o))
+#define POOL_UNPOISON(p, o) ((void)(p), (void)(o))
+#endif
 
 struct pool {
 	size_t obj_size;
@@ -17,6 +34,11 @@ struct pool {
 	size_t nslabs, slabs_cap;
 	uint64_t live;      /* objects handed out and not yet returned */
 	uint64_t allocated; /* objects ever carved from slabs */
+	/* Under AddressSanitizer, objects on the free list are poisoned, so touching a record after pool_put (a
+	 * stale pointer, a second put) is reported like a use-after-free.  Set after pool_init, before the
+	 * first pool_get; not for pools whose returned records are still read by design (the engine's timers
+	 * compare a handle's sequence number against a recycled record). */
+	bool poison;
 };
 
 void pool_init(struct pool *p, size_t obj_size, size_t per_slab);
@@ -32,6 +54,7 @@ static inline void *pool_get(struct pool *p)
 	if (__builtin_expect(!p->free_list, 0))
 		pool_grow(p);
 	void *o = p->free_list;
+	POOL_UNPOISON(p, o);
 	p->free_list = *(void **)o;
 	p->live++;
 	return o;
@@ -40,6 +63,7 @@ static inline void *pool_get(struct pool *p)
 static inline void pool_put(struct pool *p, void *obj)
 {
 	*(void **)obj = p->free_list;
+	POOL_POISON(p, obj);
 	p->free_list = obj;
 	p->live--;
 }

@@ -231,6 +231,10 @@ bool sw_mr_is_optimized(const struct sw_mr *mr);
 /* FI_CXI_MR_MATCH_EVENTS accounting: remote accesses matched, and completed. */
 void sw_mr_events(const struct sw_mr *mr, uint64_t *matched, uint64_t *completed);
 
+/* Requests (posted receives, sends, RMA operations, peeks) software holds for all endpoints of the
+ * simulation; an endpoint's close returns all of its own. */
+uint64_t sw_reqs_live(struct sim *sim);
+
 /* Per-endpoint statistics (also exported as stats counters "nic.<n>.ep.<pid>.<name>"). */
 struct sw_ep_stats {
 	uint64_t total_rnr_nacks, total_retries;

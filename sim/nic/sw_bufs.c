@@ -161,15 +161,7 @@ static struct sw_ux *ux_from_event(struct sw_buf *b, const struct nic_event *ev)
 	struct sw_ux *u = xcalloc(1, sizeof(*u));
 	u->data = ev->start;
 	u->buf = b;
-	u->match_bits = ev->match_bits;
-	u->header_data = ev->header_data;
-	u->remote_offset = ev->remote_offset;
-	u->initiator = ev->initiator;
-	u->rlength = ev->rlength;
-	u->mlength = ev->mlength;
-	u->vni = ev->vni;
-	u->rendezvous_id = ev->rendezvous_id;
-	u->rendezvous = (ev->flags & NIC_EVF_RENDEZVOUS) != 0;
+	sw_ux_set_header(u, ev);
 	return u;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../pool.h"
 #include "../stats.h"
 #include "../util.h"
 #include "sw_impl.h"
@@ -180,31 +181,64 @@ void sw_ep_take_host_work(struct sw_ep *ep, struct sw_host_work *out)
 	memset(&ep->host, 0, sizeof(ep->host));
 }
 
-/* ---------------------------------------------------------------- pids */
+/* ---------------------------------------------------------------- state shared by all endpoints */
 
-struct pid_table {
+/* Per simulation: the pids in use on every NIC, and the pool every endpoint takes its requests from
+ * (receives, sends, RMA operations, peeks), so posting one never calls malloc and a leak shows as a
+ * live count that does not come back. */
+struct sw_world {
 	uint32_t n;
 	uint8_t (*used)[C_PID_ANY];
+	struct pool reqs;
 };
 
-static void pid_table_free(void *p)
+static void sw_world_free(void *p)
 {
-	struct pid_table *t = p;
-	free(t->used);
-	free(t);
+	struct sw_world *w = p;
+	free(w->used);
+	pool_free_all(&w->reqs);
+	free(w);
+}
+
+static struct sw_world *sw_world(struct sim *sim)
+{
+	struct sw_world *w = sim_world_get(sim, "cxi.sw");
+	if (!w) {
+		w = xcalloc(1, sizeof(*w));
+		w->n = nic_count(sim);
+		w->used = xcalloc(w->n ? w->n : 1, sizeof(*w->used));
+		pool_init(&w->reqs, sizeof(struct sw_req), 64);
+		w->reqs.poison = true;
+		sim_world_set(sim, "cxi.sw", w);
+		sim_on_destroy(sim, sw_world_free, w);
+	}
+	return w;
 }
 
 static uint8_t *pid_row(struct sim *sim, uint32_t nic)
 {
-	struct pid_table *t = sim_world_get(sim, "cxi.pids");
-	if (!t) {
-		t = xcalloc(1, sizeof(*t));
-		t->n = nic_count(sim);
-		t->used = xcalloc(t->n ? t->n : 1, sizeof(*t->used));
-		sim_world_set(sim, "cxi.pids", t);
-		sim_on_destroy(sim, pid_table_free, t);
-	}
-	return t->used[nic];
+	return sw_world(sim)->used[nic];
+}
+
+struct sw_req *sw_req_new(struct sw_ep *ep, uint8_t kind)
+{
+	struct sw_req *r = pool_get(ep->reqs);
+	memset(r, 0, sizeof(*r));
+	r->obj.kind = kind;
+	r->ep = ep;
+	return r;
+}
+
+void sw_req_free(struct sw_ep *ep, struct sw_req *r)
+{
+	sim_timer_cancel(ep->sim, &r->rnr_timer);
+	pool_put(ep->reqs, r);
+}
+
+uint64_t sw_reqs_live(struct sim *sim)
+{
+	struct sw_world *w = sim_world_get(sim, "cxi.sw");
+	return w ? w->reqs.live : 0;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -458,6 +492,7 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 	if (!ep->env->req_buf_max_count)
 		ep->env->req_buf_max_count = 8 * ep->env->req_buf_min_posted;
 	ep->pid = pid;
+	ep->reqs = &sw_world(sim)->reqs;
 	ep->rnr_max_us = ep->env->rnr_max_timeout_us;
 	ep->state_obj.kind = SWK_STATE;
 	ep->rdzv_src_obj.kind = SWK_RDZV_SRC;

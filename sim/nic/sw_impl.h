@@ -142,7 +142,7 @@ struct sw_req {
 	uint64_t claim_key;       /* peek: FI_CLAIM key */
 	uint32_t children;        /* rendezvous messages in flight into this (multi-)receive */
 	struct sw_rmsg *rmsgs;
-	/* send */
+	/* send and RMA (buf: the local buffer) */
 	uint64_t len, tag, data;
 	struct sw_addr dst;
 	uint8_t proto;            /* SW_SEND_* */
@@ -192,13 +192,6 @@ struct sw_ctrl_msg {
 	struct sw_fc_peer *peer; /* FC_NOTIFY: the peer it reports for */
 	bool in_list;
 	sim_timer retry;
-};
-
-struct sw_rma {
-	struct sw_obj obj;
-	struct sw_ep *ep;
-	void *context;
-	uint64_t flags, len;
 };
 
 /* Memory region. */
@@ -274,7 +267,9 @@ struct sw_ep {
 	uint32_t rx_outstanding;
 
 	/* TX context */
+	struct pool *reqs;            /* where every request of the endpoint comes from (shared per simulation) */
 	struct sw_req_list msg_queue; /* sends in flight, in order */
+	struct sw_req_list rma_queue; /* RMA operations in flight */
 	struct sw_fc_peer *fc_peers;
 	uint32_t tx_outstanding;
 	struct sw_req **rdzv_reqs;
@@ -316,6 +311,10 @@ bool sw_eq_saturated(struct sw_ep *ep, uint32_t eqn);
 void sw_req_list_push(struct sw_req_list *l, struct sw_req *r);
 void sw_req_list_remove(struct sw_req_list *l, struct sw_req *r); /* no-op unless r is on l */
 void sw_req_unlist(struct sw_req *r);                             /* off whatever list it is on */
+/* Requests of every kind (receive, send, RMA, peek) come zeroed from the simulation's pool and go back
+ * there exactly once; the endpoint's teardown returns those still on its lists. */
+struct sw_req *sw_req_new(struct sw_ep *ep, uint8_t kind);
+void sw_req_free(struct sw_ep *ep, struct sw_req *r);
 /* Buffer ids of LEs software may unlink (receives, MR LEs): 1..65535, unique per endpoint while live. */
 int sw_id_alloc(struct sw_ep *ep, uint16_t *id);
 void sw_id_free(struct sw_ep *ep, uint16_t id);
@@ -333,6 +332,10 @@ void sw_rxc_onload_data(struct sw_ep *ep);
 
 /* sw_recv.c (receive requests) */
 bool sw_recv_matches(const struct sw_req *r, uint64_t match_bits, uint32_t initiator);
+/* A request that matches messages (receive, peek): from (src, tag, ignore) and FI_TAGGED in flags, as
+ * sw_recv_matches tests them; src NULL or no FI_DIRECTED_RECV: any source. */
+struct sw_req *sw_req_new_matching(struct sw_ep *ep, uint8_t kind, const struct sw_addr *src, uint64_t tag,
+				   uint64_t ignore, uint64_t flags, void *context);
 struct sw_req *sw_recv_new(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *src, uint64_t tag,
 			   uint64_t ignore, uint64_t flags, void *context);
 void sw_recv_queue(struct sw_ep *ep, struct sw_req *r);
@@ -342,6 +345,11 @@ void sw_recv_rmsg_event(struct sw_ep *ep, struct sw_rmsg *m, const struct nic_ev
 bool sw_ux_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u);
 void sw_ux_free(struct sw_ep *ep, struct sw_ux *u);
 struct sw_ux *sw_hw_ule_take(struct sw_ep *ep, const struct nic_event *ev);
+/* The message header an event describes (match bits, header data, lengths, initiator, rendezvous). */
+void sw_ux_set_header(struct sw_ux *u, const struct nic_event *ev);
+/* A header taken off the hardware unexpected list (PUT_OVERFLOW of a search or onload): the record its data
+ * event created, or a new one (*fresh) whose data is still to be seen unless it has none. */
+struct sw_ux *sw_ux_from_hw(struct sw_ep *ep, const struct nic_event *ev, bool *fresh);
 void sw_rxc_request_arrival(struct sw_ep *ep, struct sw_ux *u);
 void sw_rxc_overflow_arrival(struct sw_ep *ep, struct sw_ux *u);
 
@@ -363,7 +371,9 @@ void sw_ux_map_put(struct sw_ep *ep, uint64_t key, struct sw_ux *u);
 int sw_txc_init(struct sw_ep *ep);
 void sw_txc_event(struct sw_ep *ep, struct sw_obj *o, const struct nic_event *ev);
 void sw_ctrl_event(struct sw_ep *ep, const struct nic_event *ev);
-void sw_ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m);
+/* Send an FC_NOTIFY (peer: the sender-side record it reports for) or FC_RESUME control message; it is
+ * resent until the target's control EQ takes it. */
+void sw_ctrl_post(struct sw_ep *ep, struct sw_addr dst, uint64_t type, uint32_t drops, struct sw_fc_peer *peer);
 void sw_txc_fc_resume(struct sw_ep *ep, struct sw_addr peer);
 void sw_txc_fini(struct sw_ep *ep);
 int sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, uint64_t mb, uint8_t rdzv_id,

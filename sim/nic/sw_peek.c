@@ -45,7 +45,7 @@ static void peek_report(struct sw_ep *ep, struct sw_req *p, const struct sw_ux *
 		c.src_valid = true;
 	}
 	sw_req_unlist(p);
-	free(p);
+	sw_req_free(ep, p);
 	sw_complete(ep, &c);
 }
 
@@ -85,19 +85,6 @@ static void peek_take(struct sw_ep *ep, struct sw_req *p, struct sw_ux *u, bool 
 	peek_report(ep, p, u);
 }
 
-static void ux_from_header(struct sw_ux *u, const struct nic_event *ev)
-{
-	u->match_bits = ev->match_bits;
-	u->header_data = ev->header_data;
-	u->remote_offset = ev->remote_offset;
-	u->initiator = ev->initiator;
-	u->rlength = ev->rlength;
-	u->mlength = ev->mlength;
-	u->vni = ev->vni;
-	u->rendezvous_id = ev->rendezvous_id;
-	u->rendezvous = (ev->flags & NIC_EVF_RENDEZVOUS) != 0;
-}
-
 /* SEARCH (peek) or SEARCH_AND_DELETE (claim, discard) on the hardware unexpected list came back. */
 void sw_peek_event(struct sw_ep *ep, struct sw_req *p, const struct nic_event *ev)
 {
@@ -111,18 +98,12 @@ void sw_peek_event(struct sw_ep *ep, struct sw_req *p, const struct nic_event *e
 	}
 	if (ev->type == C_EVENT_SEARCH) {
 		struct sw_ux h = { 0 };
-		ux_from_header(&h, ev);
+		sw_ux_set_header(&h, ev);
 		peek_report(ep, p, &h);
 		return;
 	}
 	/* The header left the hardware list: software now holds the message. */
-	struct sw_ux *u = sw_hw_ule_take(ep, ev);
-	if (!u) {
-		u = xcalloc(1, sizeof(*u));
-		u->data = ev->start;
-		u->data_ready = ev->mlength == 0;
-	}
-	ux_from_header(u, ev);
+	struct sw_ux *u = sw_ux_from_hw(ep, ev, NULL);
 	if (!u->data_ready) {
 		/* Its eager bytes are still to be seen in the overflow buffer. */
 		u->peek = p;
@@ -152,18 +133,9 @@ int sw_peek(struct sw_ep *ep, const struct sw_addr *src, uint64_t tag, uint64_t 
 		return -FI_EAGAIN;
 	if (sw_eq_saturated(ep, ep->eq_rx))
 		return -FI_EAGAIN;
-	bool tagged = (flags & FI_TAGGED) != 0;
-	struct sw_req *p = xcalloc(1, sizeof(*p));
-	p->obj.kind = SWK_PEEK;
-	p->ep = ep;
-	p->context = context;
-	p->flags = flags;
-	p->tagged = tagged;
+	struct sw_req *p = sw_req_new_matching(ep, SWK_PEEK, src, tag, ignore, flags, context);
 	p->tag = tag;
 	p->claim_key = claim_key;
-	p->match_bits = tagged ? (SW_MB_TAGGED | (tag & SW_TAG_MASK)) : 0;
-	p->ignore_bits = SW_MB_RECV_IGNORE | (tagged ? (ignore & SW_TAG_MASK) : SW_TAG_MASK);
-	p->match_id = (src && (ep->attr.caps & FI_DIRECTED_RECV)) ? C_MATCH_ID(src->nic, src->pid) : C_MATCH_ID_ANY;
 	for (struct sw_ux *u = ep->ux.head; u; u = u->next) {
 		if (u->data_ready && !u->claimed && sw_recv_matches(p, u->match_bits, u->initiator)) {
 			peek_take(ep, p, u, true);
@@ -179,7 +151,7 @@ int sw_peek(struct sw_ep *ep, const struct sw_addr *src, uint64_t tag, uint64_t 
 				      .ctn = NIC_NONE, .match_id = p->match_id, .match_bits = p->match_bits,
 				      .ignore_bits = p->ignore_bits, .user_ptr = (uint64_t)(uintptr_t)p };
 	if (sw_emit(ep, ep->tgq, &c)) {
-		free(p);
+		sw_req_free(ep, p);
 		return -FI_EAGAIN;
 	}
 	sw_req_list_push(&ep->peeks, p);
@@ -223,6 +195,6 @@ void sw_peek_fini(struct sw_ep *ep)
 	while (ep->peeks.head) {
 		struct sw_req *p = ep->peeks.head;
 		sw_req_unlist(p);
-		free(p);
+		sw_req_free(ep, p);
 	}
 }

@@ -49,7 +49,7 @@ void sw_recv_free(struct sw_ep *ep, struct sw_req *r)
 	if (ep->rx_outstanding)
 		ep->rx_outstanding--;
 	sw_id_free(ep, r->id);
-	free(r);
+	sw_req_free(ep, r);
 }
 
 /* The last completion of r has been reported: free it, unless its cancel's UNLINK is still to come. */
@@ -392,6 +392,33 @@ struct sw_ux *sw_hw_ule_take(struct sw_ep *ep, const struct nic_event *ev)
 	return u;
 }
 
+void sw_ux_set_header(struct sw_ux *u, const struct nic_event *ev)
+{
+	u->match_bits = ev->match_bits;
+	u->header_data = ev->header_data;
+	u->remote_offset = ev->remote_offset;
+	u->initiator = ev->initiator;
+	u->rlength = ev->rlength;
+	u->mlength = ev->mlength;
+	u->vni = ev->vni;
+	u->rendezvous_id = ev->rendezvous_id;
+	u->rendezvous = (ev->flags & NIC_EVF_RENDEZVOUS) != 0;
+}
+
+struct sw_ux *sw_ux_from_hw(struct sw_ep *ep, const struct nic_event *ev, bool *fresh)
+{
+	struct sw_ux *u = sw_hw_ule_take(ep, ev);
+	if (fresh)
+		*fresh = !u;
+	if (!u) {
+		u = xcalloc(1, sizeof(*u));
+		u->data = ev->start;
+		u->data_ready = ev->mlength == 0;
+	}
+	sw_ux_set_header(u, ev);
+	return u;
+}
+
 static void recv_put_overflow(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)
 {
 	/* Where the message goes in r is decided now: PUT_OVERFLOW events of one LE come in match order. */
@@ -422,9 +449,9 @@ static void recv_put_overflow(struct sw_ep *ep, struct sw_req *r, const struct n
 
 /* ---------------------------------------------------------------- events on receives */
 
-/* Complete a cancel that no message can race with any more (the request is not, or no longer, in a
- * hardware list). */
-static void recv_cancel_now(struct sw_ep *ep, struct sw_req *r)
+/* The cancel took r off every list: its last completion is FI_ECANCELED, after those of the messages a
+ * multi-receive buffer took below offset `end`. */
+static void recv_cancel_done(struct sw_ep *ep, struct sw_req *r, uint64_t end)
 {
 	r->cancel_unlinked = true;
 	r->retired = true;
@@ -433,9 +460,15 @@ static void recv_cancel_now(struct sw_ep *ep, struct sw_req *r)
 		recv_report_canceled(ep, r);
 		return;
 	}
-	if (r->unlink_end == UINT64_MAX)
-		r->unlink_end = r->start_offset;
+	mrecv_retire(r, end);
 	mrecv_check_canceled(ep, r);
+}
+
+/* Complete a cancel that no message can race with any more (the request is not, or no longer, in a
+ * hardware list). */
+static void recv_cancel_now(struct sw_ep *ep, struct sw_req *r)
+{
+	recv_cancel_done(ep, r, r->start_offset);
 }
 
 static void recv_link_failed(struct sw_ep *ep, struct sw_req *r, uint8_t rc)
@@ -511,15 +544,7 @@ static void recv_unlinked(struct sw_ep *ep, struct sw_req *r, const struct nic_e
 	}
 	if (ev->rc != C_RC_OK)
 		return;
-	r->cancel_unlinked = true;
-	r->retired = true;
-	sw_req_list_push(&ep->inflight, r);
-	if (!r->multi) {
-		recv_report_canceled(ep, r);
-		return;
-	}
-	mrecv_retire(r, ev->start - r->buf);
-	mrecv_check_canceled(ep, r);
+	recv_cancel_done(ep, r, ev->start - r->buf);
 }
 
 void sw_recv_event(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)
@@ -600,24 +625,29 @@ void sw_recv_queue(struct sw_ep *ep, struct sw_req *r)
 	}
 }
 
-struct sw_req *sw_recv_new(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *src, uint64_t tag,
-			   uint64_t ignore, uint64_t flags, void *context)
+struct sw_req *sw_req_new_matching(struct sw_ep *ep, uint8_t kind, const struct sw_addr *src, uint64_t tag,
+				   uint64_t ignore, uint64_t flags, void *context)
 {
 	bool tagged = (flags & FI_TAGGED) != 0;
-	struct sw_req *r = xcalloc(1, sizeof(*r));
-	r->obj.kind = SWK_RECV;
-	r->ep = ep;
+	struct sw_req *r = sw_req_new(ep, kind);
 	r->context = context;
 	r->flags = flags;
-	r->buf = buf;
-	r->ulen = len;
 	r->tagged = tagged;
-	r->multi = (flags & FI_MULTI_RECV) != 0;
-	r->min_free = ep->attr.min_multi_recv > UINT32_MAX ? UINT32_MAX : (uint32_t)ep->attr.min_multi_recv;
-	r->unlink_end = UINT64_MAX;
 	r->match_bits = tagged ? (SW_MB_TAGGED | (tag & SW_TAG_MASK)) : 0;
 	r->ignore_bits = SW_MB_RECV_IGNORE | (tagged ? (ignore & SW_TAG_MASK) : SW_TAG_MASK);
 	r->match_id = (src && (ep->attr.caps & FI_DIRECTED_RECV)) ? C_MATCH_ID(src->nic, src->pid) : C_MATCH_ID_ANY;
+	return r;
+}
+
+struct sw_req *sw_recv_new(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *src, uint64_t tag,
+			   uint64_t ignore, uint64_t flags, void *context)
+{
+	struct sw_req *r = sw_req_new_matching(ep, SWK_RECV, src, tag, ignore, flags, context);
+	r->buf = buf;
+	r->ulen = len;
+	r->multi = (flags & FI_MULTI_RECV) != 0;
+	r->min_free = ep->attr.min_multi_recv > UINT32_MAX ? UINT32_MAX : (uint32_t)ep->attr.min_multi_recv;
+	r->unlink_end = UINT64_MAX;
 	ep->rx_outstanding++;
 	return r;
 }

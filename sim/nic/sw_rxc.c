@@ -67,26 +67,13 @@ static void onload_entry(struct sw_ep *ep, const struct nic_event *ev)
 {
 	ep->st.onloaded++;
 	(*ep->c_onloaded)++;
-	struct sw_ux *u = sw_hw_ule_take(ep, ev);
-	if (!u) {
-		u = xcalloc(1, sizeof(*u));
-		u->data = ev->start;
-		u->data_ready = ev->mlength == 0;
-		if (!u->data_ready) {
-			/* Its data event is still to come. */
-			ep->puts_pending++;
-			sw_ux_map_put(ep, ev->start, u);
-		}
+	bool fresh;
+	struct sw_ux *u = sw_ux_from_hw(ep, ev, &fresh);
+	if (fresh && !u->data_ready) {
+		/* Its data event is still to come. */
+		ep->puts_pending++;
+		sw_ux_map_put(ep, ev->start, u);
 	}
-	u->match_bits = ev->match_bits;
-	u->header_data = ev->header_data;
-	u->remote_offset = ev->remote_offset;
-	u->initiator = ev->initiator;
-	u->rlength = ev->rlength;
-	u->mlength = ev->mlength;
-	u->vni = ev->vni;
-	u->rendezvous_id = ev->rendezvous_id;
-	u->rendezvous = (ev->flags & NIC_EVF_RENDEZVOUS) != 0;
 	u->onloaded = true;
 	sw_ux_push(&ep->ux, u);
 	/* A hardware header was freed: the LE resource recovered, re-enable will be possible. */
@@ -140,15 +127,9 @@ static void send_resumes(struct sw_ep *ep)
 	while (ep->fc_drops) {
 		struct sw_fc_drops *d = ep->fc_drops;
 		ep->fc_drops = d->next;
-		struct sw_ctrl_msg *m = xcalloc(1, sizeof(*m));
-		m->obj.kind = SWK_CTRL_MSG;
-		m->ep = ep;
-		m->dst = d->addr;
-		m->type = SW_CTRL_RESUME;
-		m->drops = d->drops;
 		ep->st.fc_resume_sent++;
 		(*ep->c_resume)++;
-		sw_ctrl_send(ep, m);
+		sw_ctrl_post(ep, d->addr, SW_CTRL_RESUME, d->drops, NULL);
 		free(d);
 	}
 }

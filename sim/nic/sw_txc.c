@@ -121,7 +121,7 @@ static void send_report(struct sw_ep *ep, struct sw_req *r, uint8_t rc)
 	if (r->proto == SW_SEND_RDZV)
 		rdzv_id_free(ep, r);
 	bool report = rc != C_RC_OK || !(r->flags & FI_INJECT) || (r->flags & FI_COMPLETION);
-	free(r);
+	sw_req_free(ep, r);
 	if (report)
 		sw_complete(ep, &c);
 }
@@ -157,17 +157,10 @@ static void peer_put(struct sw_ep *ep, struct sw_fc_peer *p)
 {
 	if (--p->pending)
 		return;
-	struct sw_ctrl_msg *m = xcalloc(1, sizeof(*m));
-	m->obj.kind = SWK_CTRL_MSG;
-	m->ep = ep;
-	m->dst = p->addr;
-	m->type = SW_CTRL_NOTIFY;
-	m->drops = p->dropped;
-	m->peer = p;
 	p->pending_acks++;
 	ep->st.fc_notify_sent++;
 	(*ep->c_notify)++;
-	sw_ctrl_send(ep, m);
+	sw_ctrl_post(ep, p->addr, SW_CTRL_NOTIFY, p->dropped, p);
 }
 
 static void send_dropped(struct sw_ep *ep, struct sw_req *r)
@@ -238,15 +231,17 @@ void sw_txc_fc_resume(struct sw_ep *ep, struct sw_addr peer)
 
 /* ---------------------------------------------------------------- control messages */
 
+static void ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m);
+
 static void ctrl_retry(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct sw_ctrl_msg *m = obj;
 	(void)sim;
 	(void)arg;
-	sw_ctrl_send(m->ep, m);
+	ctrl_send(m->ep, m);
 }
 
-void sw_ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m)
+static void ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m)
 {
 	struct nic_cmd c = { .op = NIC_CMD_IDC_PUT };
 	c.dma = (struct nic_dma_cmd){ .dst_nic = m->dst.nic, .dst_pid = m->dst.pid, .index = SW_PTL_IDX_CTRL,
@@ -261,6 +256,18 @@ void sw_ctrl_send(struct sw_ep *ep, struct sw_ctrl_msg *m)
 	}
 	if (sw_emit(ep, ep->txq, &c))
 		m->retry = sim_timer_start(ep->sim, SIM_US(1), ctrl_retry, m, 0);
+}
+
+void sw_ctrl_post(struct sw_ep *ep, struct sw_addr dst, uint64_t type, uint32_t drops, struct sw_fc_peer *peer)
+{
+	struct sw_ctrl_msg *m = xcalloc(1, sizeof(*m));
+	m->obj.kind = SWK_CTRL_MSG;
+	m->ep = ep;
+	m->dst = dst;
+	m->type = type;
+	m->drops = drops;
+	m->peer = peer;
+	ctrl_send(ep, m);
 }
 
 static void ctrl_msg_unlink(struct sw_ep *ep, struct sw_ctrl_msg *m)
@@ -364,9 +371,7 @@ int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_dat
 		return -FI_EAGAIN;
 	if (ep->fc_peers && peer_find(ep, dst))
 		return -FI_EAGAIN;
-	struct sw_req *r = xcalloc(1, sizeof(*r));
-	r->obj.kind = SWK_SEND;
-	r->ep = ep;
+	struct sw_req *r = sw_req_new(ep, SWK_SEND);
 	r->context = context;
 	r->flags = flags;
 	r->buf = buf;
@@ -398,13 +403,13 @@ int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_dat
 		}
 	}
 	if (r->proto == SW_SEND_RDZV && rdzv_id_alloc(ep, r)) {
-		free(r);
+		sw_req_free(ep, r);
 		return -FI_EAGAIN;
 	}
 	if (ep->attr.proto == SW_PROTO_CXI_RNR) {
 		int rc = sw_rnr_send(ep, r);
 		if (rc) {
-			free(r);
+			sw_req_free(ep, r);
 			return rc;
 		}
 		ep->tx_outstanding++;
@@ -415,7 +420,7 @@ int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_dat
 		sw_req_list_remove(&ep->msg_queue, r);
 		if (r->proto == SW_SEND_RDZV)
 			rdzv_id_free(ep, r);
-		free(r);
+		sw_req_free(ep, r);
 		return -FI_EAGAIN;
 	}
 	ep->tx_outstanding++;
@@ -463,19 +468,8 @@ static void rma_target(struct sw_ep *ep, uint64_t key, uint64_t addr, bool write
 	*off = addr;
 }
 
-static struct sw_rma *rma_new(struct sw_ep *ep, void *context, uint64_t flags, uint64_t len)
-{
-	struct sw_rma *m = xcalloc(1, sizeof(*m));
-	m->obj.kind = SWK_RMA;
-	m->ep = ep;
-	m->context = context;
-	m->flags = flags;
-	m->len = len;
-	return m;
-}
-
-int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
-	     uint64_t data, uint64_t flags, void *context)
+/* Checks every RMA operation passes before its own. */
+static int rma_admit(struct sw_ep *ep, uint64_t len)
 {
 	if (!ep || ep->fatal)
 		return -FI_EINVAL;
@@ -483,6 +477,34 @@ int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, u
 		return -FI_EMSGSIZE;
 	if (ep->tx_outstanding >= ep->attr.tx_size || sw_eq_saturated(ep, ep->eq_tx))
 		return -FI_EAGAIN;
+	return 0;
+}
+
+/* An RMA operation is a request on rma_queue from its command until its ACK or REPLY, so the endpoint's
+ * close finds (and releases) it like any send. */
+static int rma_issue(struct sw_ep *ep, struct nic_cmd *c, void *context, uint64_t flags, uint64_t len)
+{
+	struct sw_req *m = sw_req_new(ep, SWK_RMA);
+	m->context = context;
+	m->flags = flags;
+	m->len = len;
+	c->dma.user_ptr = (uint64_t)(uintptr_t)m;
+	sw_req_list_push(&ep->rma_queue, m);
+	if (sw_emit(ep, ep->txq, c)) {
+		sw_req_list_remove(&ep->rma_queue, m);
+		sw_req_free(ep, m);
+		return -FI_EAGAIN;
+	}
+	ep->tx_outstanding++;
+	return 0;
+}
+
+int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
+	     uint64_t data, uint64_t flags, void *context)
+{
+	int rc = rma_admit(ep, len);
+	if (rc)
+		return rc;
 	bool writedata = (flags & FI_REMOTE_CQ_DATA) != 0;
 	if (writedata) {
 		/* fi_writedata reaches the MR's reporting LE: only standard MRs with provider keys have one. */
@@ -499,50 +521,33 @@ int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, u
 		mb |= SW_KEY_WRITEDATA;
 	else
 		data = 0;
-	struct sw_rma *m = rma_new(ep, context, FI_RMA | FI_WRITE, len);
 	struct nic_cmd c = { .op = NIC_CMD_PUT };
 	c.dma = (struct nic_dma_cmd){ .dst_nic = dst.nic, .dst_pid = dst.pid, .index = index, .vni = dst.vni,
 				      .flags = f | NIC_DMA_EVENT_SEND_DISABLE, .local_addr = buf, .length = (uint32_t)len,
-				      .remote_offset = off, .match_bits = mb, .header_data = data,
-				      .user_ptr = (uint64_t)(uintptr_t)m, .src_pid = ep->pid, .eqn = NIC_NONE,
-				      .ctn = NIC_NONE };
-	if (sw_emit(ep, ep->txq, &c)) {
-		free(m);
-		return -FI_EAGAIN;
-	}
-	ep->tx_outstanding++;
-	return 0;
+				      .remote_offset = off, .match_bits = mb, .header_data = data, .src_pid = ep->pid,
+				      .eqn = NIC_NONE, .ctn = NIC_NONE };
+	return rma_issue(ep, &c, context, FI_RMA | FI_WRITE, len);
 }
 
 int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
 	    uint64_t flags, void *context)
 {
-	if (!ep || ep->fatal)
-		return -FI_EINVAL;
-	if (len > UINT32_MAX)
-		return -FI_EMSGSIZE;
-	if (ep->tx_outstanding >= ep->attr.tx_size || sw_eq_saturated(ep, ep->eq_tx))
-		return -FI_EAGAIN;
+	int rc = rma_admit(ep, len);
+	if (rc)
+		return rc;
 	uint16_t index;
 	uint64_t mb, off;
 	uint32_t f;
 	rma_target(ep, key, addr, false, &index, &mb, &off, &f);
-	struct sw_rma *m = rma_new(ep, context, FI_RMA | FI_READ, len);
 	struct nic_cmd c = { .op = NIC_CMD_GET };
 	c.dma = (struct nic_dma_cmd){ .dst_nic = dst.nic, .dst_pid = dst.pid, .index = index, .vni = dst.vni,
 				      .flags = f, .local_addr = buf, .length = (uint32_t)len, .remote_offset = off,
-				      .match_bits = mb, .user_ptr = (uint64_t)(uintptr_t)m, .src_pid = ep->pid,
-				      .eqn = ep->eq_tx, .ctn = NIC_NONE };
+				      .match_bits = mb, .src_pid = ep->pid, .eqn = ep->eq_tx, .ctn = NIC_NONE };
 	(void)flags;
-	if (sw_emit(ep, ep->txq, &c)) {
-		free(m);
-		return -FI_EAGAIN;
-	}
-	ep->tx_outstanding++;
-	return 0;
+	return rma_issue(ep, &c, context, FI_RMA | FI_READ, len);
 }
 
-static void rma_done(struct sw_ep *ep, struct sw_rma *m, const struct nic_event *ev)
+static void rma_done(struct sw_ep *ep, struct sw_req *m, const struct nic_event *ev)
 {
 	struct sw_comp c = { 0 };
 	c.op_context = m->context;
@@ -554,7 +559,8 @@ static void rma_done(struct sw_ep *ep, struct sw_rma *m, const struct nic_event 
 	}
 	if (ep->tx_outstanding)
 		ep->tx_outstanding--;
-	free(m);
+	sw_req_list_remove(&ep->rma_queue, m);
+	sw_req_free(ep, m);
 	sw_complete(ep, &c);
 }
 
@@ -569,7 +575,7 @@ void sw_txc_event(struct sw_ep *ep, struct sw_obj *o, const struct nic_event *ev
 		return;
 	case SWK_RMA:
 		if (ev->type == C_EVENT_ACK || ev->type == C_EVENT_REPLY)
-			rma_done(ep, (struct sw_rma *)o, ev);
+			rma_done(ep, (struct sw_req *)o, ev);
 		return;
 	case SWK_CTRL_MSG:
 		if (ev->type == C_EVENT_ACK)
@@ -583,24 +589,34 @@ void sw_txc_event(struct sw_ep *ep, struct sw_obj *o, const struct nic_event *ev
 	}
 }
 
-static void free_sends(struct sw_ep *ep, struct sw_req_list *l)
+/* Operations still in flight at close: their NIC events can no longer arrive (the endpoint's LNI and EQs
+ * go with it), so their records go back here, and nothing is reported. */
+static void free_reqs(struct sw_ep *ep, struct sw_req_list *l)
 {
 	while (l->head) {
 		struct sw_req *r = l->head;
 		sw_req_list_remove(l, r);
-		sim_timer_cancel(ep->sim, &r->rnr_timer);
-		free(r);
+		sw_req_free(ep, r);
 	}
 }
 
 void sw_txc_fini(struct sw_ep *ep)
 {
-	free_sends(ep, &ep->msg_queue);
-	free_sends(ep, &ep->rnr_wait);
+	/* A rendezvous send whose ACK came back waits for the target's Get on no list: its id names it. */
+	for (uint32_t id = 0; id < SW_RDZV_IDS; id++) {
+		struct sw_req *r = ep->rdzv_reqs[id];
+		if (r && !r->on) {
+			ep->rdzv_reqs[id] = NULL;
+			sw_req_free(ep, r);
+		}
+	}
+	free_reqs(ep, &ep->msg_queue);
+	free_reqs(ep, &ep->rnr_wait);
+	free_reqs(ep, &ep->rma_queue);
 	while (ep->fc_peers) {
 		struct sw_fc_peer *p = ep->fc_peers;
 		ep->fc_peers = p->next;
-		free_sends(ep, &p->queue);
+		free_reqs(ep, &p->queue);
 		free(p);
 	}
 	while (ep->ctrl_msgs) {

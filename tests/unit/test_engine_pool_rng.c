@@ -53,6 +53,35 @@ Test(pool, objects_are_aligned_and_disjoint)
 	pool_free_all(&p);
 }
 
+/* A poisoned pool (sw requests) hands out whole, writable objects, keeps its accounting, and stays poisoned
+ * after pool_free_all; under ASan every byte of a handed-out object must be addressable. */
+Test(pool, poisoned_pool_objects_are_usable_and_flag_survives_free_all)
+{
+	struct pool p;
+	pool_init(&p, 100, 4);
+	cr_assert_not(p.poison);
+	p.poison = true;
+	for (int round = 0; round < 2; round++) {
+		unsigned char *o[9];
+		for (int i = 0; i < 9; i++) {
+			o[i] = pool_get(&p);
+			memset(o[i], 0xa0 + i, 100);
+		}
+		cr_assert_eq(p.live, 9);
+		for (int i = 0; i < 9; i++)
+			cr_assert_eq(o[i][99], 0xa0 + i);
+		for (int i = 0; i < 9; i++)
+			pool_put(&p, o[i]);
+		cr_assert_eq(p.live, 0);
+		cr_assert_eq(pool_get(&p), o[8], "LIFO reuse");
+		pool_put(&p, o[8]);
+		pool_free_all(&p);
+		cr_assert(p.poison);
+		cr_assert_eq(p.nslabs, 0);
+	}
+	pool_free_all(&p);
+}
+
 Test(rng, same_seed_and_name_reproduce)
 {
 	struct rng a, b;
