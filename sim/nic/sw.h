@@ -234,6 +234,9 @@ void sw_mr_events(const struct sw_mr *mr, uint64_t *matched, uint64_t *completed
 /* Requests (posted receives, sends, RMA operations, peeks) software holds for all endpoints of the
  * simulation; an endpoint's close returns all of its own. */
 uint64_t sw_reqs_live(struct sim *sim);
+/* Likewise for unexpected-message records and rendezvous messages being received. */
+uint64_t sw_ux_live(struct sim *sim);
+uint64_t sw_rmsgs_live(struct sim *sim);
 
 /* Per-endpoint statistics (also exported as stats counters "nic.<n>.ep.<pid>.<name>"). */
 struct sw_ep_stats {

@@ -72,6 +72,20 @@ struct sw_ux *sw_ux_map_take(struct sw_ep *ep, uint64_t key)
 	return u;
 }
 
+void sw_ux_map_fini(struct sw_ep *ep)
+{
+	for (uint32_t i = 0; i < ep->ux_map_cap; i++) {
+		struct sw_ux *u = ep->ux_map[i];
+		if (!u)
+			continue;
+		ep->ux_map[i] = NULL;
+		u->in_map = false;
+		if (!u->on)
+			sw_ux_free(ep, u);
+	}
+	ep->ux_map_n = 0;
+}
+
 /* ---------------------------------------------------------------- buffers */
 
 static uint32_t max_eager(const struct sw_ep *ep)
@@ -156,9 +170,10 @@ void sw_buf_consume(struct sw_ep *ep, struct sw_buf *b, uint64_t bytes)
 		sw_bufs_replenish(ep, b->list);
 }
 
-static struct sw_ux *ux_from_event(struct sw_buf *b, const struct nic_event *ev)
+/* The message a PUT into buffer b describes (any earlier content of u is dropped). */
+static struct sw_ux *ux_fill(struct sw_ux *u, struct sw_buf *b, const struct nic_event *ev)
 {
-	struct sw_ux *u = xcalloc(1, sizeof(*u));
+	memset(u, 0, sizeof(*u));
 	u->data = ev->start;
 	u->buf = b;
 	sw_ux_set_header(u, ev);
@@ -174,7 +189,7 @@ static void buf_put(struct sw_ep *ep, struct sw_buf *b, const struct nic_event *
 		sw_bufs_replenish(ep, b->list);
 	}
 	if (b->list == C_PTL_LIST_REQUEST) {
-		sw_rxc_request_arrival(ep, ux_from_event(b, ev));
+		sw_rxc_request_arrival(ep, ux_fill(sw_ux_new(ep), b, ev));
 		return;
 	}
 	if (ep->env->rx_match_mode == SW_MATCH_HYBRID && ep->env->hybrid_unexpected_msg_preemptive &&
@@ -184,16 +199,12 @@ static void buf_put(struct sw_ep *ep, struct sw_buf *b, const struct nic_event *
 	if (!ev->mlength)
 		return;
 	struct sw_ux *u = sw_ux_map_take(ep, ev->start);
-	if (u) {
-		struct sw_ux *n = ux_from_event(b, ev);
-		u->buf = b;
-		if (!u->waiting && !u->onloaded && !u->peek)
-			*u = *n;
-		free(n);
-		u->buf = b;
-	} else {
-		u = ux_from_event(b, ev);
-	}
+	if (!u)
+		u = ux_fill(sw_ux_new(ep), b, ev);
+	else if (!u->waiting && !u->onloaded && !u->peek)
+		ux_fill(u, b, ev); /* nothing waits for it: the record describes this message only */
+	else
+		u->buf = b;        /* a receive, peek or onload took the header first and waits for the data */
 	sw_rxc_overflow_arrival(ep, u);
 }
 
@@ -229,8 +240,7 @@ void sw_bufs_fini(struct sw_ep *ep)
 			free(b);
 		}
 	}
-	for (uint32_t i = 0; i < ep->ux_map_cap; i++)
-		free(ep->ux_map[i]);
 	free(ep->ux_map);
 	ep->ux_map = NULL;
+	ep->ux_map_cap = 0;
 }

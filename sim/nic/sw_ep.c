@@ -83,6 +83,7 @@ void sw_id_free(struct sw_ep *ep, uint16_t id)
 
 void sw_ux_push(struct sw_ux_list *l, struct sw_ux *u)
 {
+	u->on = l;
 	u->next = NULL;
 	u->prev = l->tail;
 	if (l->tail)
@@ -104,6 +105,7 @@ void sw_ux_remove(struct sw_ux_list *l, struct sw_ux *u)
 	else
 		l->tail = u->prev;
 	u->next = u->prev = NULL;
+	u->on = NULL;
 	l->len--;
 }
 
@@ -183,13 +185,14 @@ void sw_ep_take_host_work(struct sw_ep *ep, struct sw_host_work *out)
 
 /* ---------------------------------------------------------------- state shared by all endpoints */
 
-/* Per simulation: the pids in use on every NIC, and the pool every endpoint takes its requests from
- * (receives, sends, RMA operations, peeks), so posting one never calls malloc and a leak shows as a
- * live count that does not come back. */
+/* Per simulation: the pids in use on every NIC, and the pools every endpoint takes its per-message
+ * records from -- requests (receives, sends, RMA operations, peeks), unexpected messages, rendezvous
+ * messages being received -- so no message calls malloc and a leak shows as a live count that does not
+ * come back.  One pool per record type: their sizes differ several-fold, and each keeps its own count. */
 struct sw_world {
 	uint32_t n;
 	uint8_t (*used)[C_PID_ANY];
-	struct pool reqs;
+	struct pool reqs, uxs, rmsgs;
 };
 
 static void sw_world_free(void *p)
@@ -197,7 +200,16 @@ static void sw_world_free(void *p)
 	struct sw_world *w = p;
 	free(w->used);
 	pool_free_all(&w->reqs);
+	pool_free_all(&w->uxs);
+	pool_free_all(&w->rmsgs);
 	free(w);
+}
+
+/* Records on the free list are poisoned under ASan: a stale pointer, or a second return, is reported. */
+static void record_pool_init(struct pool *p, size_t size)
+{
+	pool_init(p, size, 64);
+	p->poison = true;
 }
 
 static struct sw_world *sw_world(struct sim *sim)
@@ -207,8 +219,9 @@ static struct sw_world *sw_world(struct sim *sim)
 		w = xcalloc(1, sizeof(*w));
 		w->n = nic_count(sim);
 		w->used = xcalloc(w->n ? w->n : 1, sizeof(*w->used));
-		pool_init(&w->reqs, sizeof(struct sw_req), 64);
-		w->reqs.poison = true;
+		record_pool_init(&w->reqs, sizeof(struct sw_req));
+		record_pool_init(&w->uxs, sizeof(struct sw_ux));
+		record_pool_init(&w->rmsgs, sizeof(struct sw_rmsg));
 		sim_world_set(sim, "cxi.sw", w);
 		sim_on_destroy(sim, sw_world_free, w);
 	}
@@ -235,10 +248,47 @@ void sw_req_free(struct sw_ep *ep, struct sw_req *r)
 	pool_put(ep->reqs, r);
 }
 
+struct sw_ux *sw_ux_new(struct sw_ep *ep)
+{
+	struct sw_ux *u = pool_get(ep->uxs);
+	memset(u, 0, sizeof(*u));
+	return u;
+}
+
+void sw_ux_free(struct sw_ep *ep, struct sw_ux *u)
+{
+	pool_put(ep->uxs, u);
+}
+
+struct sw_rmsg *sw_rmsg_new(struct sw_ep *ep)
+{
+	struct sw_rmsg *m = pool_get(ep->rmsgs);
+	memset(m, 0, sizeof(*m));
+	m->obj.kind = SWK_RMSG;
+	return m;
+}
+
+void sw_rmsg_free(struct sw_ep *ep, struct sw_rmsg *m)
+{
+	pool_put(ep->rmsgs, m);
+}
+
 uint64_t sw_reqs_live(struct sim *sim)
 {
 	struct sw_world *w = sim_world_get(sim, "cxi.sw");
 	return w ? w->reqs.live : 0;
+}
+
+uint64_t sw_ux_live(struct sim *sim)
+{
+	struct sw_world *w = sim_world_get(sim, "cxi.sw");
+	return w ? w->uxs.live : 0;
+}
+
+uint64_t sw_rmsgs_live(struct sim *sim)
+{
+	struct sw_world *w = sim_world_get(sim, "cxi.sw");
+	return w ? w->rmsgs.live : 0;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -492,7 +542,10 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 	if (!ep->env->req_buf_max_count)
 		ep->env->req_buf_max_count = 8 * ep->env->req_buf_min_posted;
 	ep->pid = pid;
-	ep->reqs = &sw_world(sim)->reqs;
+	struct sw_world *w = sw_world(sim);
+	ep->reqs = &w->reqs;
+	ep->uxs = &w->uxs;
+	ep->rmsgs = &w->rmsgs;
 	ep->rnr_max_us = ep->env->rnr_max_timeout_us;
 	ep->state_obj.kind = SWK_STATE;
 	ep->rdzv_src_obj.kind = SWK_RDZV_SRC;

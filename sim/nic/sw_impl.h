@@ -59,9 +59,14 @@ struct sw_obj {
 struct sw_buf;
 struct sw_req;
 
-/* An unexpected message known to software. */
+/* An unexpected message known to software.  Its record is held by the endpoint's software unexpected list
+ * (ep->ux: request-buffer arrivals, onloaded and claimed messages), by pending_ux, or by the map of
+ * hardware headers keyed by their overflow-buffer address (ux_map: data seen before the header left the
+ * hardware list, or a header that left it before its data was seen); an onloaded header whose data is
+ * still to come is on ep->ux and in the map at once. */
 struct sw_ux {
 	struct sw_ux *next, *prev;
+	struct sw_ux_list *on;    /* the list it is on, if any */
 	uint64_t match_bits, header_data, remote_offset;
 	uint64_t data;            /* where its eager bytes sit (provider-private memory) */
 	uint32_t initiator, rlength, mlength;
@@ -101,7 +106,8 @@ struct sw_buf {
 	uint64_t consumed;        /* bytes whose message software has finished with */
 };
 
-/* A rendezvous message being received (hardware or software Get in flight). */
+/* A rendezvous message being received (hardware or software Get in flight).  Held by its receive
+ * (recv->rmsgs) until its last event; a software Get waiting for a slot is also on ep->sw_get_wait. */
 struct sw_rmsg {
 	struct sw_obj obj;
 	struct sw_rmsg *next;
@@ -268,6 +274,7 @@ struct sw_ep {
 
 	/* TX context */
 	struct pool *reqs;            /* where every request of the endpoint comes from (shared per simulation) */
+	struct pool *uxs, *rmsgs;     /* ... every unexpected message and rendezvous message (likewise) */
 	struct sw_req_list msg_queue; /* sends in flight, in order */
 	struct sw_req_list rma_queue; /* RMA operations in flight */
 	struct sw_fc_peer *fc_peers;
@@ -320,6 +327,12 @@ int sw_id_alloc(struct sw_ep *ep, uint16_t *id);
 void sw_id_free(struct sw_ep *ep, uint16_t id);
 void sw_ux_push(struct sw_ux_list *l, struct sw_ux *u);
 void sw_ux_remove(struct sw_ux_list *l, struct sw_ux *u);
+/* Unexpected-message and rendezvous-message records, zeroed, from the simulation's pools; each goes back
+ * exactly once (sw_ux_done when software has finished with the message's buffer bytes). */
+struct sw_ux *sw_ux_new(struct sw_ep *ep);
+void sw_ux_free(struct sw_ep *ep, struct sw_ux *u);
+struct sw_rmsg *sw_rmsg_new(struct sw_ep *ep);
+void sw_rmsg_free(struct sw_ep *ep, struct sw_rmsg *m);
 
 /* sw_rxc.c */
 int sw_rxc_init(struct sw_ep *ep);
@@ -343,7 +356,8 @@ void sw_recv_free(struct sw_ep *ep, struct sw_req *r);
 void sw_recv_event(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev);
 void sw_recv_rmsg_event(struct sw_ep *ep, struct sw_rmsg *m, const struct nic_event *ev);
 bool sw_ux_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u);
-void sw_ux_free(struct sw_ep *ep, struct sw_ux *u);
+/* Software has finished with message u: its buffer bytes are released and its record goes back. */
+void sw_ux_done(struct sw_ep *ep, struct sw_ux *u);
 struct sw_ux *sw_hw_ule_take(struct sw_ep *ep, const struct nic_event *ev);
 /* The message header an event describes (match bits, header data, lengths, initiator, rendezvous). */
 void sw_ux_set_header(struct sw_ux *u, const struct nic_event *ev);
@@ -366,6 +380,8 @@ void sw_buf_consume(struct sw_ep *ep, struct sw_buf *b, uint64_t bytes);
 void sw_bufs_fini(struct sw_ep *ep);
 struct sw_ux *sw_ux_map_take(struct sw_ep *ep, uint64_t key);
 void sw_ux_map_put(struct sw_ep *ep, uint64_t key, struct sw_ux *u);
+/* Close: empty the map, returning the records no list also holds. */
+void sw_ux_map_fini(struct sw_ep *ep);
 
 /* sw_txc.c */
 int sw_txc_init(struct sw_ep *ep);

@@ -59,7 +59,7 @@ static void ux_discard(struct sw_ep *ep, struct sw_ux *u)
 				 &discard_get_obj, SW_PTL_IDX_RDZV_SRC, 0))
 			sw_fatal(ep, "cannot release a discarded rendezvous send\n");
 	}
-	sw_ux_free(ep, u);
+	sw_ux_done(ep, u);
 }
 
 /* A message software holds (on the unexpected list, or just taken off the hardware list) was found. */

@@ -44,7 +44,7 @@ void sw_recv_free(struct sw_ep *ep, struct sw_req *r)
 	while (r->rmsgs) {
 		struct sw_rmsg *m = r->rmsgs;
 		r->rmsgs = m->next;
-		free(m);
+		sw_rmsg_free(ep, m);
 	}
 	if (ep->rx_outstanding)
 		ep->rx_outstanding--;
@@ -142,8 +142,7 @@ static void recv_matched(struct sw_ep *ep, struct sw_req *r)
 static struct sw_rmsg *rmsg_new(struct sw_req *r, uint64_t buf, uint64_t mb, uint64_t hdata, uint32_t initiator,
 				uint32_t rlength, uint32_t data_len, uint16_t vni, uint8_t rdzv_id)
 {
-	struct sw_rmsg *m = xcalloc(1, sizeof(*m));
-	m->obj.kind = SWK_RMSG;
+	struct sw_rmsg *m = sw_rmsg_new(r->ep);
 	m->recv = r;
 	m->buf = buf;
 	m->match_bits = mb;
@@ -181,7 +180,7 @@ static void rmsg_done(struct sw_ep *ep, struct sw_rmsg *m)
 	}
 	r->children--;
 	struct sw_rmsg c = *m;
-	free(m);
+	sw_rmsg_free(ep, m);
 	recv_report(ep, r, c.buf, c.data_len, c.rlength, c.match_bits, c.header_data, c.initiator, c.vni, c.rc);
 }
 
@@ -246,11 +245,11 @@ void sw_recv_rmsg_event(struct sw_ep *ep, struct sw_rmsg *m, const struct nic_ev
 
 /* ---------------------------------------------------------------- delivering software-known messages */
 
-void sw_ux_free(struct sw_ep *ep, struct sw_ux *u)
+void sw_ux_done(struct sw_ep *ep, struct sw_ux *u)
 {
 	if (u->buf)
 		sw_buf_consume(ep, u->buf, u->mlength);
-	free(u);
+	sw_ux_free(ep, u);
 }
 
 /* Software match of receive r with unexpected message u (eager data in a provider buffer).  Returns true
@@ -271,20 +270,24 @@ bool sw_ux_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u)
 		stop = r->retired;
 	}
 	recv_matched(ep, r);
+	/* A multi-receive buffer that a new post filled up here is on no list yet: inflight keeps it (and the
+	 * rendezvous messages still coming into it) until its last completion, or the endpoint's close. */
+	if (r->multi && stop && !r->on)
+		sw_req_list_push(&ep->inflight, r);
 	if (u->rendezvous && data_len > have) {
 		struct sw_rmsg *m = rmsg_new(r, dst, u->match_bits, u->header_data, u->initiator, u->rlength, data_len,
 					     u->vni, u->rendezvous_id);
 		m->needed = 1;
 		m->eager = have;
 		m->remote_offset = u->remote_offset;
-		sw_ux_free(ep, u);
+		sw_ux_done(ep, u);
 		sw_get_start(ep, m);
 		return stop;
 	}
 	uint64_t mb = u->match_bits, hd = u->header_data;
 	uint32_t init = u->initiator, rlen = u->rlength;
 	uint16_t vni = u->vni;
-	sw_ux_free(ep, u);
+	sw_ux_done(ep, u);
 	recv_report(ep, r, dst, data_len, rlen, mb, hd, init, vni, C_RC_OK);
 	return stop;
 }
@@ -340,7 +343,7 @@ static void ovf_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u, con
 	ep->host.ux_matches++;
 	if (u) {
 		sw_copy(ep, dst, u->data, have);
-		sw_ux_free(ep, u);
+		sw_ux_done(ep, u);
 	}
 	if (ev->flags & NIC_EVF_RENDEZVOUS) {
 		struct sw_rmsg *m = rmsg_find(r, ev);
@@ -411,7 +414,7 @@ struct sw_ux *sw_ux_from_hw(struct sw_ep *ep, const struct nic_event *ev, bool *
 	if (fresh)
 		*fresh = !u;
 	if (!u) {
-		u = xcalloc(1, sizeof(*u));
+		u = sw_ux_new(ep);
 		u->data = ev->start;
 		u->data_ready = ev->mlength == 0;
 	}
@@ -437,7 +440,7 @@ static void recv_put_overflow(struct sw_ep *ep, struct sw_req *r, const struct n
 		return;
 	}
 	/* The data event has not been processed yet: wait for it. */
-	u = xcalloc(1, sizeof(*u));
+	u = sw_ux_new(ep);
 	u->data = ev->start;
 	u->mlength = ev->mlength;
 	u->waiting = r;

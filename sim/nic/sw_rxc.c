@@ -328,23 +328,28 @@ static void free_req_list(struct sw_ep *ep, struct sw_req_list *l)
 		sw_recv_free(ep, l->head);
 }
 
-static void free_ux_list(struct sw_ux_list *l)
+static void free_ux_list(struct sw_ep *ep, struct sw_ux_list *l)
 {
 	while (l->head) {
 		struct sw_ux *u = l->head;
 		sw_ux_remove(l, u);
-		free(u);
+		sw_ux_free(ep, u);
 	}
 }
 
+/* Close: every record the receive side holds goes back once.  Receives take their rendezvous messages
+ * with them (a software Get waiting for a slot is one of those); the map of hardware headers goes before
+ * the lists, since an onloaded header whose data is still to come is in both. */
 void sw_rxc_fini(struct sw_ep *ep)
 {
 	free_req_list(ep, &ep->posted);
 	free_req_list(ep, &ep->replay);
 	free_req_list(ep, &ep->inflight);
+	ep->sw_get_wait = ep->sw_get_wait_tail = NULL;
 	sw_peek_fini(ep);
-	free_ux_list(&ep->ux);
-	free_ux_list(&ep->pending_ux);
+	sw_ux_map_fini(ep);
+	free_ux_list(ep, &ep->ux);
+	free_ux_list(ep, &ep->pending_ux);
 	while (ep->fc_drops) {
 		struct sw_fc_drops *d = ep->fc_drops;
 		ep->fc_drops = d->next;

@@ -61,6 +61,19 @@ static inline void tep_close(struct tep *t)
 	free(t->comps);
 }
 
+/* Records the software layer holds for the messages of every endpoint of the simulation (unexpected
+ * messages, rendezvous messages being received): 0 once every message is done. */
+static inline uint64_t tsw_msg_records(struct sim *sim)
+{
+	return sw_ux_live(sim) + sw_rmsgs_live(sim);
+}
+
+/* ... and the requests: 0 once every endpoint is closed. */
+static inline uint64_t tsw_records(struct sim *sim)
+{
+	return sw_reqs_live(sim) + tsw_msg_records(sim);
+}
+
 static inline size_t tep_count(const struct tep *t, uint64_t flag, int err)
 {
 	size_t n = 0;

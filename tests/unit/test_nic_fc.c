@@ -68,6 +68,7 @@ static void fc_run(void (*mode)(struct sw_ep_attr *), struct tsim *s, struct tep
 	cr_assert_eq(snd[0].errors + snd[1].errors, 0);
 	receive_all(s, r, n, 2);
 	cr_assert_null(sw_ep_fatal(r->ep));
+	cr_assert_eq(tsw_msg_records(s->sim), 0, "every unexpected record went back with its message");
 }
 
 Test(nic_fc, hardware_mode_max_alloc_10_flow_control_recovers)
@@ -97,6 +98,7 @@ Test(nic_fc, hardware_mode_max_alloc_10_flow_control_recovers)
 	fc_sender_free(&snd[0]);
 	fc_sender_free(&snd[1]);
 	tep_close(&r);
+	cr_assert_eq(tsw_records(s.sim), 0);
 	tsim_free(&s);
 }
 
@@ -119,6 +121,7 @@ Test(nic_fc, hybrid_mode_max_alloc_10_goes_software_and_delivers)
 	fc_sender_free(&snd[0]);
 	fc_sender_free(&snd[1]);
 	tep_close(&r);
+	cr_assert_eq(tsw_records(s.sim), 0);
 	tsim_free(&s);
 }
 
@@ -253,6 +256,8 @@ static void mixed_run(void (*mode)(struct sw_ep_attr *), const char *json, struc
 	}
 	cr_assert_gt(sw_ep_stats(bp->ep)->sw_rdzv_gets, 0, "rendezvous after software matching uses software Gets");
 	cr_assert_gt(sw_ep_stats(bp->ep)->hw_rdzv_gets, 0, "rendezvous matched in hardware uses the NIC's Get");
+	cr_assert_eq(tsw_msg_records(s.sim), 0, "every unexpected and rendezvous record went back");
+	cr_assert_eq(sw_reqs_live(s.sim), 0);
 }
 
 Test(nic_fc, hybrid_hw_to_sw_with_eager_and_rendezvous)
@@ -267,6 +272,7 @@ Test(nic_fc, hybrid_hw_to_sw_with_eager_and_rendezvous)
 	cr_assert_eq(sw_ep_stats(b.ep)->sw_transitions, 1);
 	tep_close(&a);
 	tep_close(&b);
+	cr_assert_eq(tsw_records(s.sim), 0);
 	tsim_free(&s);
 }
 
@@ -283,6 +289,7 @@ Test(nic_fc, hardware_flow_control_with_eager_and_rendezvous)
 	cr_assert_eq(sw_ep_stats(b.ep)->fc_drops_replayed, tctr(&s, "nic.1.sim.pt_disabled_drops"));
 	tep_close(&a);
 	tep_close(&b);
+	cr_assert_eq(tsw_records(s.sim), 0);
 	tsim_free(&s);
 }
 
@@ -339,6 +346,7 @@ static void preempt_run(void (*mode)(struct sw_ep_attr *), bool recv_first)
 	cr_assert_eq(sw_ep_stats(b.ep)->fc_transitions, 1, "one software-initiated transition");
 	cr_assert_eq(tctr(&s, "nic.1.C_CNTR_LPE_ERR_NO_SPACE_NET") + tctr(&s, "nic.1.C_CNTR_LPE_ERR_NO_SPACE_APPEND"), 0,
 		     "switched before any LE exhaustion");
+	cr_assert_eq(tsw_records(s.sim), 0);
 	tep_close(&a);
 	tep_close(&b);
 	tsim_free(&s);

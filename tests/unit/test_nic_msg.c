@@ -85,6 +85,7 @@ Test(nic_msg, unexpected_eager_via_overflow_then_matched)
 	cr_assert_eq(w.copy_bytes, 4 * sizeof(src[0]));
 	sw_ep_take_host_work(b.ep, &w);
 	cr_assert(!w.ux_matches && !w.copies);
+	cr_assert_eq(tsw_records(s.sim), 0);
 	tep_close(&a);
 	tep_close(&b);
 	tsim_free(&s);
@@ -185,6 +186,7 @@ Test(nic_msg, unexpected_rendezvous_matched_by_append)
 	cr_assert_eq(memcmp(src, dst, big), 0);
 	cr_assert_eq(a.n, 1);
 	cr_assert_eq(sw_ep_stats(b.ep)->hw_rdzv_gets, 1);
+	cr_assert_eq(tsw_records(s.sim), 0);
 	free(src);
 	free(dst);
 	tep_close(&a);
@@ -239,6 +241,7 @@ Test(nic_msg, software_mode_uses_request_buffers_and_software_get)
 	cr_assert_eq(w.copies, 3);
 	cr_assert_geq(w.copy_bytes, 200);
 	cr_assert_lt(w.copy_bytes, big);
+	cr_assert_eq(tsw_records(s.sim), 0);
 	free(src);
 	free(dst);
 	free(d2);

@@ -132,8 +132,11 @@ static void peek_claim_discard(void (*mode)(struct sw_ep_attr *))
 		got6 |= r.comps[k].c.op_context == (void *)6 && r.comps[k].c.len == sizeof(m4);
 	cr_assert(got6);
 	cr_assert_null(sw_ep_fatal(r.ep));
+	cr_assert_eq(sw_ux_live(s.sim), 1, "the message only peeked at is still held");
+	cr_assert_eq(sw_rmsgs_live(s.sim), 0);
 	tep_close(&a);
 	tep_close(&r);
+	cr_assert_eq(tsw_records(s.sim), 0, "the close returned it");
 	tsim_free(&s);
 }
 
@@ -243,6 +246,7 @@ Test(nic_peek, hybrid_switch_keeps_every_message_visible)
 	}
 	cr_assert_eq(peek(&s, &r, 3, 0, 0, NULL)->err, FI_ENOMSG);
 	cr_assert_null(sw_ep_fatal(r.ep));
+	cr_assert_eq(tsw_records(s.sim), 0, "every onloaded record went back with its message");
 	tep_close(&a);
 	tep_close(&r);
 	tsim_free(&s);

@@ -167,6 +167,7 @@ static void mrecv_oversized(void (*mode)(struct sw_ep_attr *), bool unexpected)
 	cr_assert_gt(m.retired, 10);
 	for (uint32_t i = 0; i < N; i++)
 		cr_assert(seen[i]);
+	cr_assert_eq(tsw_msg_records(s.sim), 0, "every unexpected record went back with its message");
 	/* The endpoint still works: cancel both buffers. */
 	size_t before = r.n;
 	cr_assert_eq(sw_cancel(r.ep, (void *)0), 0);
@@ -176,6 +177,7 @@ static void mrecv_oversized(void (*mode)(struct sw_ep_attr *), bool unexpected)
 	for (size_t k = before; k < r.n; k++)
 		cr_assert(r.comps[k].c.err == FI_ECANCELED && (r.comps[k].c.flags & FI_MULTI_RECV));
 	free(mem);
+	cr_assert_eq(tsw_records(s.sim), 0);
 	tep_close(&a);
 	tep_close(&c);
 	tep_close(&r);
