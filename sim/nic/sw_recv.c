@@ -367,7 +367,9 @@ void sw_rxc_overflow_arrival(struct sw_ep *ep, struct sw_ux *u)
 		struct sw_req *r = u->waiting;
 		u->waiting = NULL;
 		u->data_ready = true;
-		ovf_deliver(ep, r, u, &u->ovf_ev, u->dst, u->dst_len);
+		/* ovf_deliver returns u before it is done with the event: it reads a copy. */
+		struct nic_event ev = u->ovf_ev;
+		ovf_deliver(ep, r, u, &ev, u->dst, u->dst_len);
 		return;
 	}
 	if (u->peek) {
