@@ -189,6 +189,8 @@ void sw_ep_take_host_work(struct sw_ep *ep, struct sw_host_work *out)
  * records from -- requests (receives, sends, RMA operations, peeks), unexpected messages, rendezvous
  * messages being received -- so no message calls malloc and a leak shows as a live count that does not
  * come back.  One pool per record type: their sizes differ several-fold, and each keeps its own count. */
+#define SW_WORLD_KEY "cxi.sw" /* sim_world_get name of the state below */
+
 struct sw_world {
 	uint32_t n;
 	uint8_t (*used)[C_PID_ANY];
@@ -214,7 +216,7 @@ static void record_pool_init(struct pool *p, size_t size)
 
 static struct sw_world *sw_world(struct sim *sim)
 {
-	struct sw_world *w = sim_world_get(sim, "cxi.sw");
+	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
 	if (!w) {
 		w = xcalloc(1, sizeof(*w));
 		w->n = nic_count(sim);
@@ -222,7 +224,7 @@ static struct sw_world *sw_world(struct sim *sim)
 		record_pool_init(&w->reqs, sizeof(struct sw_req));
 		record_pool_init(&w->uxs, sizeof(struct sw_ux));
 		record_pool_init(&w->rmsgs, sizeof(struct sw_rmsg));
-		sim_world_set(sim, "cxi.sw", w);
+		sim_world_set(sim, SW_WORLD_KEY, w);
 		sim_on_destroy(sim, sw_world_free, w);
 	}
 	return w;
@@ -275,19 +277,19 @@ void sw_rmsg_free(struct sw_ep *ep, struct sw_rmsg *m)
 
 uint64_t sw_reqs_live(struct sim *sim)
 {
-	struct sw_world *w = sim_world_get(sim, "cxi.sw");
+	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
 	return w ? w->reqs.live : 0;
 }
 
 uint64_t sw_ux_live(struct sim *sim)
 {
-	struct sw_world *w = sim_world_get(sim, "cxi.sw");
+	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
 	return w ? w->uxs.live : 0;
 }
 
 uint64_t sw_rmsgs_live(struct sim *sim)
 {
-	struct sw_world *w = sim_world_get(sim, "cxi.sw");
+	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
 	return w ? w->rmsgs.live : 0;
 }
 

@@ -208,7 +208,11 @@ static void on_comp(void *ctx, struct sw_ep *ep, const struct sw_comp *c)
 
 static void arm_retry(struct sim *sim, struct srv_thread *t);
 
-static simtime_t copy_cost(const struct rpc_server_cfg *c, uint64_t copies, uint64_t bytes);
+/* memcpy on this core: `copies` calls moving `bytes` in all. */
+static simtime_t copy_cost(const struct rpc_server_cfg *c, uint64_t copies, uint64_t bytes)
+{
+	return (simtime_t)copies * c->copy_base + (simtime_t)((double)bytes * c->copy_ps_per_byte + 0.5);
+}
 
 /* Provider work done on this thread's behalf since it last looked (sw.h host-work account): receives
  * completed from a hardware unexpected header (the overflow PUT and PUT_OVERFLOW events), messages matched
@@ -389,12 +393,6 @@ static void arm_retry(struct sim *sim, struct srv_thread *t)
 }
 
 /* ---------------------------------------------------------------------------------------- processing */
-
-/* memcpy on this core: `copies` calls moving `bytes` in all. */
-static simtime_t copy_cost(const struct rpc_server_cfg *c, uint64_t copies, uint64_t bytes)
-{
-	return (simtime_t)copies * c->copy_base + (simtime_t)((double)bytes * c->copy_ps_per_byte + 0.5);
-}
 
 /* Release the request's receive resources (Mercury: handle destroyed after the response completed). */
 static void release_req(struct sim *sim, struct srv_thread *t, struct srv_req *r, simtime_t *cost)

@@ -49,6 +49,17 @@ static inline void put(struct hwep *e, uint32_t dst, uint16_t vni, const void *b
 	nic_cmdq_ring(e->txq);
 }
 
+/* A Get of len bytes from (dst, pid 3, index 0) with match bits 42, landing at `land`. */
+static inline void get(struct hwep *e, uint32_t dst, void *land, uint32_t len)
+{
+	struct nic_cmd cmd = { .op = NIC_CMD_GET };
+	cmd.dma = (struct nic_dma_cmd){ .dst_nic = dst, .dst_pid = 3, .index = 0, .vni = 10,
+					.local_addr = (uint64_t)(uintptr_t)land, .length = len, .match_bits = 42,
+					.eqn = NIC_NONE, .ctn = NIC_NONE, .src_pid = 4 };
+	cr_assert_eq(nic_cmdq_emit(e->txq, &cmd), 0);
+	nic_cmdq_ring(e->txq);
+}
+
 static inline int drain(struct hwep *e, struct nic_event *out, int max)
 {
 	int n = 0;

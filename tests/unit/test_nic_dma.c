@@ -41,16 +41,6 @@ static void expose(struct hwep *e, uint8_t *buf, uint32_t ops)
 	tgt(e, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
 }
 
-static void get(struct hwep *e, uint32_t dst, void *land, uint32_t len)
-{
-	struct nic_cmd cmd = { .op = NIC_CMD_GET };
-	cmd.dma = (struct nic_dma_cmd){ .dst_nic = dst, .dst_pid = 3, .index = 0, .vni = 10,
-					.local_addr = (uint64_t)(uintptr_t)land, .length = len, .match_bits = 42,
-					.eqn = NIC_NONE, .ctn = NIC_NONE, .src_pid = 4 };
-	cr_assert_eq(nic_cmdq_emit(e->txq, &cmd), 0);
-	nic_cmdq_ring(e->txq);
-}
-
 /* Run until `e` has seen `n` events of `type` (draining its EQ); returns the time of the last one to
  * within the 100 ns step. */
 static simtime_t run_until_events(struct tsim *t, struct hwep *e, uint8_t type, int n)
