@@ -13,9 +13,8 @@ void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r);
 
 static struct nic_ct *ct_lookup(struct nic *nic, uint32_t ctn)
 {
-	if (ctn >= nic->ncts || !nic->cts[ctn].live)
-		return NULL;
-	return &nic->cts[ctn];
+	struct nic_ct *c = nic_table_at(&nic->cts, ctn);
+	return c && c->live ? c : NULL;
 }
 
 int nic_ct_alloc(struct nic_lni *lni, nic_ct_notify_fn notify, void *ctx, uint32_t *ctn)
@@ -24,8 +23,8 @@ int nic_ct_alloc(struct nic_lni *lni, nic_ct_notify_fn notify, void *ctx, uint32
 		return -EINVAL;
 	struct nic *nic = lni->nic;
 	uint32_t i;
-	for (i = 0; i < nic->ncts; i++)
-		if (!nic->cts[i].live)
+	for (i = 0; i < nic->cts.n; i++)
+		if (!ct_lookup(nic, i))
 			break;
 	if (i == C_NUM_CTS) {
 		nic_count_limit(nic);
@@ -34,15 +33,7 @@ int nic_ct_alloc(struct nic_lni *lni, nic_ct_notify_fn notify, void *ctx, uint32
 	int rc = nic_rsrc_get(lni, NIC_RSRC_CT);
 	if (rc)
 		return rc;
-	if (i == nic->ncts) {
-		if (nic->ncts == nic->cts_cap) {
-			nic->cts_cap = nic->cts_cap ? nic->cts_cap * 2 : 8;
-			nic->cts = xrealloc(nic->cts, nic->cts_cap * sizeof(*nic->cts));
-		}
-		nic->ncts++;
-	}
-	struct nic_ct *c = &nic->cts[i];
-	memset(c, 0, sizeof(*c));
+	struct nic_ct *c = nic_table_slot(&nic->cts, i, sizeof(*c));
 	c->live = true;
 	c->lni = lni;
 	c->notify = notify;
@@ -65,9 +56,11 @@ int nic_ct_free(struct nic_lni *lni, uint32_t ctn)
 
 void nic_cts_free_lni(struct nic *nic, struct nic_lni *lni)
 {
-	for (uint32_t i = 0; i < nic->ncts; i++)
-		if (nic->cts[i].live && nic->cts[i].lni == lni)
+	for (uint32_t i = 0; i < nic->cts.n; i++) {
+		struct nic_ct *c = ct_lookup(nic, i);
+		if (c && c->lni == lni)
 			nic_ct_free(lni, i);
+	}
 }
 
 int nic_ct_read(struct nic *nic, uint32_t ctn, uint64_t *success, uint32_t *failure)

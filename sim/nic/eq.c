@@ -16,9 +16,8 @@ void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r);
 
 struct nic_eq *nic_eq_lookup(struct nic *nic, uint32_t eqn)
 {
-	if (eqn >= nic->neqs || !nic->eqs[eqn].live)
-		return NULL;
-	return &nic->eqs[eqn];
+	struct nic_eq *q = nic_table_at(&nic->eqs, eqn);
+	return q && q->live ? q : NULL;
 }
 
 int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn)
@@ -29,8 +28,8 @@ int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn
 	if (a->slots > nic->p->eq_slots_max || a->reserved_fc >= a->slots)
 		return -EINVAL;
 	uint32_t i;
-	for (i = 0; i < nic->neqs; i++)
-		if (!nic->eqs[i].live)
+	for (i = 0; i < nic->eqs.n; i++)
+		if (!nic_eq_lookup(nic, i))
 			break;
 	if (i == C_NUM_EQS) {
 		nic_count_limit(nic);
@@ -39,15 +38,7 @@ int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn
 	int rc = nic_rsrc_get(lni, NIC_RSRC_EQ);
 	if (rc)
 		return rc;
-	if (i == nic->neqs) {
-		if (nic->neqs == nic->eqs_cap) {
-			nic->eqs_cap = nic->eqs_cap ? nic->eqs_cap * 2 : 8;
-			nic->eqs = xrealloc(nic->eqs, nic->eqs_cap * sizeof(*nic->eqs));
-		}
-		nic->neqs++;
-	}
-	struct nic_eq *q = &nic->eqs[i];
-	memset(q, 0, sizeof(*q));
+	struct nic_eq *q = nic_table_slot(&nic->eqs, i, sizeof(*q));
 	q->gen = ++nic->eq_gen;
 	q->live = true;
 	q->lni = lni;
@@ -87,9 +78,11 @@ int nic_eq_free(struct nic_lni *lni, uint32_t eqn)
 
 void nic_eqs_free_lni(struct nic *nic, struct nic_lni *lni)
 {
-	for (uint32_t i = 0; i < nic->neqs; i++)
-		if (nic->eqs[i].live && nic->eqs[i].lni == lni)
-			eq_release(&nic->eqs[i]);
+	for (uint32_t i = 0; i < nic->eqs.n; i++) {
+		struct nic_eq *q = nic_eq_lookup(nic, i);
+		if (q && q->lni == lni)
+			eq_release(q);
+	}
 }
 
 const struct nic_event *nic_eq_peek(struct nic *nic, uint32_t eqn)

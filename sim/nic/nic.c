@@ -397,11 +397,11 @@ static void nic_free_one(struct nic *nic)
 	}
 	nic_cmdq_zombies_free(nic);
 	free(nic->lnis);
-	for (uint32_t i = 0; i < nic->neqs; i++)
-		free(nic->eqs[i].ring);
-	free(nic->eqs);
-	free(nic->cts);
-	free(nic->ptes);
+	for (uint32_t i = 0; i < nic->eqs.n; i++)
+		free(((struct nic_eq *)nic->eqs.rec[i])->ring);
+	nic_table_free(&nic->eqs);
+	nic_table_free(&nic->cts);
+	nic_table_free(&nic->ptes);
 	free(nic->svcs);
 	free(nic->map_keys);
 	free(nic->map_vals);
@@ -628,4 +628,25 @@ uint32_t nic_scenario_svc_id(struct sim *sim, uint32_t i)
 {
 	struct nic_world *w = world(sim);
 	return w && i < w->nsvcs ? w->svc_ids[i] : 0;
+}
+
+void *nic_table_slot(struct nic_table *t, uint32_t i, size_t size)
+{
+	if (i == t->n) {
+		if (t->n == t->cap) {
+			t->cap = t->cap ? t->cap * 2 : 8;
+			t->rec = xrealloc(t->rec, t->cap * sizeof(*t->rec));
+		}
+		t->rec[t->n++] = xcalloc(1, size);
+	}
+	memset(t->rec[i], 0, size);
+	return t->rec[i];
+}
+
+void nic_table_free(struct nic_table *t)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		free(t->rec[i]);
+	free(t->rec);
+	*t = (struct nic_table){ 0 };
 }

@@ -99,6 +99,23 @@ struct nic_eq {
 	void *notify_ctx;
 };
 
+/* A numbered NIC resource table (PtlTEs, EQs, CTs).  The table holds pointers to records allocated one
+ * by one, so a record never moves when the table grows: LEs, pending events and work items keep pointers
+ * to their PtlTE for as long as it lives.  A freed number's record stays and is reused. */
+struct nic_table {
+	void **rec;
+	uint32_t n, cap;
+};
+
+static inline void *nic_table_at(const struct nic_table *t, uint32_t i)
+{
+	return i < t->n ? t->rec[i] : NULL;
+}
+
+/* Record `i` (i <= t->n), zeroed; the table grows by one when i == t->n. */
+void *nic_table_slot(struct nic_table *t, uint32_t i, size_t size);
+void nic_table_free(struct nic_table *t);
+
 struct nic_ct {
 	bool live;
 	struct nic_lni *lni;
@@ -185,12 +202,9 @@ struct nic {
 	struct nic_lni **lnis;
 	uint32_t nlnis;
 
-	struct nic_pte *ptes;     /* grown on demand, up to C_NUM_PTLTES */
-	uint32_t nptes, ptes_cap;
-	struct nic_eq *eqs;
-	uint32_t neqs, eqs_cap;
-	struct nic_ct *cts;
-	uint32_t ncts, cts_cap;
+	struct nic_table ptes;    /* struct nic_pte, grown on demand up to C_NUM_PTLTES */
+	struct nic_table eqs;     /* struct nic_eq */
+	struct nic_table cts;     /* struct nic_ct */
 	uint32_t ntxq, ntgq;
 	struct nic_cmdq *cmdqs;   /* every live command queue, for teardown */
 	struct nic_cmdq *cmdq_zombies; /* freed queues a scheduled fetch still points at */

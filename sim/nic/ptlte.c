@@ -132,9 +132,8 @@ void nic_le_free(struct nic *nic, struct nic_le *le)
 
 struct nic_pte *nic_pte_lookup(struct nic *nic, uint32_t ptn)
 {
-	if (ptn >= nic->nptes || !nic->ptes[ptn].live)
-		return NULL;
-	return &nic->ptes[ptn];
+	struct nic_pte *p = nic_table_at(&nic->ptes, ptn);
+	return p && p->live ? p : NULL;
 }
 
 int nic_pte_alloc(struct nic_lni *lni, uint32_t eqn, const struct nic_pte_opts *opts, uint32_t *ptn)
@@ -146,8 +145,8 @@ int nic_pte_alloc(struct nic_lni *lni, uint32_t eqn, const struct nic_pte_opts *
 	if (!eq || eq->lni != lni)
 		return -EINVAL;
 	uint32_t i;
-	for (i = 0; i < nic->nptes; i++)
-		if (!nic->ptes[i].live)
+	for (i = 0; i < nic->ptes.n; i++)
+		if (!nic_pte_lookup(nic, i))
 			break;
 	if (i == C_NUM_PTLTES) {
 		nic_count_limit(nic);
@@ -156,15 +155,7 @@ int nic_pte_alloc(struct nic_lni *lni, uint32_t eqn, const struct nic_pte_opts *
 	int rc = nic_rsrc_get(lni, NIC_RSRC_PTLTE);
 	if (rc)
 		return rc;
-	if (i == nic->nptes) {
-		if (nic->nptes == nic->ptes_cap) {
-			nic->ptes_cap = nic->ptes_cap ? nic->ptes_cap * 2 : 8;
-			nic->ptes = xrealloc(nic->ptes, nic->ptes_cap * sizeof(*nic->ptes));
-		}
-		nic->nptes++;
-	}
-	struct nic_pte *p = &nic->ptes[i];
-	memset(p, 0, sizeof(*p));
+	struct nic_pte *p = nic_table_slot(&nic->ptes, i, sizeof(*p));
 	p->live = true;
 	p->ptn = i;
 	p->lni = lni;
@@ -226,9 +217,11 @@ int nic_pte_free(struct nic_lni *lni, uint32_t ptn)
 
 void nic_ptes_free_lni(struct nic *nic, struct nic_lni *lni)
 {
-	for (uint32_t i = 0; i < nic->nptes; i++)
-		if (nic->ptes[i].live && nic->ptes[i].lni == lni)
-			pte_release(nic, &nic->ptes[i]);
+	for (uint32_t i = 0; i < nic->ptes.n; i++) {
+		struct nic_pte *p = nic_pte_lookup(nic, i);
+		if (p && p->lni == lni)
+			pte_release(nic, p);
+	}
 }
 
 int nic_pte_map(struct nic_lni *lni, uint32_t ptn, uint16_t vni, uint32_t pid, uint32_t index)
