@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "evq.h"
+#include "mem.h"
 #include "pool.h"
 #include "stats.h"
 #include "util.h"
@@ -40,6 +41,7 @@ struct sim {
 	struct pool timers;
 	size_t cancelled_in_queue;
 	uint64_t processed;
+	size_t peak_queue;      /* most entries the queue ever held (memory accounting) */
 	struct sim_limits lim;
 	bool stop_requested;
 	bool progress;
@@ -110,6 +112,8 @@ void sim_schedule_at(struct sim *s, simtime_t when, sim_fn fn, void *obj, uint64
 		    (unsigned long long)s->now);
 	struct evq_entry e = { when, s->next_seq++, fn, obj, arg };
 	evq_push(&s->q, &e);
+	if (evq_size(&s->q) > s->peak_queue)
+		s->peak_queue = evq_size(&s->q);
 }
 
 void sim_schedule(struct sim *s, simtime_t delay, sim_fn fn, void *obj, uint64_t arg)
@@ -302,4 +306,16 @@ void sim_on_destroy(struct sim *s, void (*fn)(void *), void *obj)
 	h->obj = obj;
 	h->next = s->hooks;
 	s->hooks = h;
+}
+
+void sim_memory(struct sim *s, struct mem_report *r)
+{
+	size_t q = evq_mem_bytes(&s->q);
+	mem_add(r, "engine.event_queue", s->peak_queue, q);
+	mem_unit(r, "pending_event", s->peak_queue, q);
+	mem_add(r, "engine.timers", s->timers.allocated, pool_bytes(&s->timers));
+	mem_add(r, "stats.registry", stats_size(s->stats), stats_mem_bytes(s->stats));
+	for (struct world_entry *w = s->world; w; w = w->next)
+		mem_add(r, "engine.core", 1, sizeof(*w));
+	mem_add(r, "engine.core", 1, sizeof(*s));
 }

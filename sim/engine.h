@@ -88,6 +88,10 @@ bool sim_next_event_time(struct sim *sim, simtime_t *when);
 void sim_world_set(struct sim *sim, const char *name, void *obj);
 void *sim_world_get(const struct sim *sim, const char *name);
 
+/* The engine's own storage (event queue at its peak, timers, stats registry), for the memory accounting. */
+struct mem_report;
+void sim_memory(struct sim *sim, struct mem_report *r);
+
 /* Run `fn(obj)` when the simulation is destroyed (models free their state here). */
 void sim_on_destroy(struct sim *sim, void (*fn)(void *obj), void *obj);
 

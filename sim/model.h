@@ -11,6 +11,8 @@
 #include "engine.h"
 #include "params.h"
 
+struct mem_report;
+
 struct model {
 	const char *key;  /* scenario section */
 	int order;        /* build order, ascending */
@@ -19,6 +21,9 @@ struct model {
 	/* Optional: after the run, add this model's summary to metrics.json as "key": {...}.  Must write a
 	 * JSON value (object), deterministic given the seed. */
 	void (*summary)(struct sim *sim, FILE *f);
+	/* Optional: after the run, add what this model's structures hold to the memory accounting (run.json;
+	 * sim/mem.h). */
+	void (*memory)(struct sim *sim, struct mem_report *r);
 	/* The model's parameter table (printed by `cxisim-engine --params`); may be NULL. */
 	const struct param *params;
 	size_t nparams;

@@ -51,3 +51,8 @@ void pool_free_all(struct pool *p)
 	pool_init(p, p->obj_size, p->per_slab);
 	p->poison = poison;
 }
+
+size_t pool_bytes(const struct pool *p)
+{
+	return p->nslabs * ((p->obj_size * p->per_slab + 63) & ~(size_t)63) + p->slabs_cap * sizeof(*p->slabs);
+}

@@ -48,6 +48,8 @@ static inline void *pool_get(struct pool *p);
 static inline void pool_put(struct pool *p, void *obj);
 
 void pool_grow(struct pool *p); /* slow path */
+/* Bytes the pool holds (slabs and their table): its high water, as pools never shrink. */
+size_t pool_bytes(const struct pool *p);
 
 static inline void *pool_get(struct pool *p)
 {

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cfg.h"
+#include "mem.h"
 #include "model.h"
 #include "stats.h"
 #include "timeseries.h"
@@ -71,6 +72,12 @@ void scenario_run(struct scenario *sc)
 	double t0 = wall_now();
 	sc->stop = sim_run(sc->sim);
 	sc->wall_s = wall_now() - t0;
+	sc->mem = mem_report_create();
+	sim_memory(sc->sim, sc->mem);
+	struct cfg root = { .obj = sc->root };
+	for (const struct model *m = model_first(); m; m = m->next)
+		if (m->memory && cfg_has(&root, m->key))
+			m->memory(sc->sim, sc->mem);
 }
 
 static int write_metrics(struct scenario *sc, FILE *f)
@@ -117,8 +124,13 @@ static long peak_rss_kb(void)
 static int write_run_info(struct scenario *sc, FILE *f)
 {
 	uint64_t ev = sim_events_processed(sc->sim);
-	fprintf(f, "{\"wall_time_s\": %.6f, \"events_per_s\": %.0f, \"peak_rss_kb\": %ld}\n", sc->wall_s,
+	fprintf(f, "{\"wall_time_s\": %.6f, \"events_per_s\": %.0f, \"peak_rss_kb\": %ld", sc->wall_s,
 		sc->wall_s > 0 ? (double)ev / sc->wall_s : 0.0, peak_rss_kb());
+	if (sc->mem) {
+		fputs(", \"memory\": ", f);
+		mem_report_json(sc->mem, f);
+	}
+	fputs("}\n", f);
 	return ferror(f) ? -1 : 0;
 }
 
@@ -160,6 +172,7 @@ void scenario_free(struct scenario *sc)
 	if (!sc)
 		return;
 	sim_destroy(sc->sim);
+	mem_report_free(sc->mem);
 	json_object_put(sc->root);
 	free(sc);
 }

@@ -24,6 +24,7 @@ struct scenario {
 	simtime_t ts_interval;
 	enum sim_stop_reason stop;
 	double wall_s;
+	struct mem_report *mem; /* taken after the run */
 };
 
 /* Parse and validate; config errors exit with status 2 before anything is written. */

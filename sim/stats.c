@@ -598,3 +598,19 @@ void stats_dump_csv(const struct stats *st, FILE *f)
 	}
 	free(v);
 }
+
+size_t stats_size(const struct stats *st)
+{
+	return st->n;
+}
+
+size_t stats_mem_bytes(const struct stats *st)
+{
+	size_t b = sizeof(*st) + st->ent_cap * sizeof(*st->ent) + st->ix.cap * sizeof(*st->ix.slot) +
+		   st->nchunks * (CHUNK * sizeof(uint64_t) + sizeof(*st->chunks)) +
+		   st->narena * (NAME_ARENA + sizeof(*st->arena));
+	for (size_t i = 0; i < st->n; i++)
+		if (st->ent[i].kind == K_HIST)
+			b += sizeof(struct histogram);
+	return b;
+}

@@ -65,4 +65,8 @@ void stats_dump_csv(const struct stats *st, FILE *f);
  * whether name is per-entity. */
 bool stats_family_name(const char *name, char *buf, size_t size);
 
+/* Names registered (counters and histograms), and the bytes the registry holds (memory accounting). */
+size_t stats_size(const struct stats *st);
+size_t stats_mem_bytes(const struct stats *st);
+
 #endif

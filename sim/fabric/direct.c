@@ -4,6 +4,7 @@
  * the fabric is not the object of study. */
 #include <stdlib.h>
 
+#include "../mem.h"
 #include "../model.h"
 #include "../stats.h"
 #include "../util.h"
@@ -106,6 +107,13 @@ static simtime_t direct_wire_time(const struct fabric *f, uint32_t bytes)
 
 static const struct fabric_ops direct_ops = { direct_attach, direct_send, direct_num, direct_zero_load,
 					      direct_wire_time };
+
+void direct_memory(struct sim *sim, struct mem_report *r);
+void direct_memory(struct sim *sim, struct mem_report *r)
+{
+	struct direct *d = (struct direct *)fabric_of(sim);
+	mem_add(r, "fabric.endpoint", d->n, sizeof(*d) + (uint64_t)d->n * sizeof(*d->ep));
+}
 
 static void direct_free(void *p)
 {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../mem.h"
 #include "../model.h"
 #include "../stats.h"
 #include "../util.h"
@@ -272,6 +273,49 @@ static simtime_t df_zero_load(const struct fabric *f, uint32_t src, uint32_t dst
 static const struct fabric_ops df_ops = { df_attach, df_send, df_num, df_zero_load, df_wire_time };
 
 /* ---- build ---- */
+
+/* ---- memory accounting ---- */
+
+static uint64_t oport_extra(const struct df *d, const struct df_oport *op)
+{
+	uint64_t b = op->cr ? (uint64_t)(op->cr_mask + 1) * sizeof(*op->cr) : 0;
+	for (uint32_t t = 0; t < d->ntc; t++)
+		b += (uint64_t)op->tc[t].cap * sizeof(*op->tc[t].vq);
+	return b;
+}
+
+void df_memory(struct sim *sim, struct mem_report *r)
+{
+	struct df *d = sim_world_get(sim, "fabric.dragonfly");
+	uint64_t sw = 0, ep = 0;
+	for (uint32_t i = 0; i < d->nsw; i++) {
+		const struct df_rsw *s = d->sw[i];
+		if (!s)
+			continue;
+		sw += sizeof(*s) + d->radix * sizeof(s->port[0]);
+		for (uint32_t p = 0; p < d->radix; p++)
+			if (s->port[p])
+				sw += ((d->port_bytes + 63) & ~(uint64_t)63) + oport_extra(d, s->port[p]);
+	}
+	for (uint32_t i = 0; i < d->nep; i++) {
+		const struct df_ep *e = d->ep[i];
+		if (e)
+			ep += ((((sizeof(*e) + 63) & ~(uint64_t)63) + d->port_bytes + 63) & ~(uint64_t)63) +
+			      oport_extra(d, e->tx) + (uint64_t)(e->ft_mask + 1) * sizeof(*e->ft);
+	}
+	uint64_t core = sizeof(*d) + (uint64_t)d->nep * (sizeof(*d->att) + sizeof(*d->ep)) +
+			(uint64_t)d->nsw * sizeof(*d->sw) + (uint64_t)d->gm * sizeof(*d->glocal) +
+			(uint64_t)d->g * sizeof(*d->gid);
+	if (d->gwtab)
+		core += (uint64_t)d->g * d->g * d->lpp * 2;
+	mem_add(r, "fabric.switch", d->switches_alloc, sw);
+	mem_unit(r, "switch", d->switches_alloc, sw);
+	mem_add(r, "fabric.endpoint", d->eps_alloc, ep);
+	mem_add(r, "fabric.core", 1, core);
+	mem_add(r, "fabric.records", d->pkts.allocated + d->msgs.allocated + d->flows.allocated,
+		pool_bytes(&d->pkts) + pool_bytes(&d->msgs) + pool_bytes(&d->flows) + pool_bytes(&d->fbs) +
+			pool_bytes(&d->acks));
+}
 
 static void df_free(void *obj)
 {

@@ -13,6 +13,8 @@ const struct param *fabric_direct_params(size_t *n);
 void fabric_dragonfly_build(struct sim *sim, const struct cfg *c);
 const struct param *fabric_dragonfly_params(size_t *n);
 void df_summary(struct sim *sim, FILE *f);
+void df_memory(struct sim *sim, struct mem_report *r);
+void direct_memory(struct sim *sim, struct mem_report *r);
 
 static void fabric_build(struct sim *sim, const struct cfg *c)
 {
@@ -31,11 +33,20 @@ static void fabric_summary(struct sim *sim, FILE *f)
 		fputs("{\"topology\": \"direct\"}", f);
 }
 
+static void fabric_memory(struct sim *sim, struct mem_report *r)
+{
+	if (sim_world_get(sim, "fabric.dragonfly"))
+		df_memory(sim, r);
+	else
+		direct_memory(sim, r);
+}
+
 static struct model fabric_model = {
 	.key = "fabric",
 	.order = 10,
 	.build = fabric_build,
 	.summary = fabric_summary,
+	.memory = fabric_memory,
 };
 
 static struct param fabric_params[64];

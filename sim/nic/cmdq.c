@@ -138,6 +138,21 @@ void nic_cmdqs_free_lni(struct nic *nic, struct nic_lni *lni)
 	}
 }
 
+uint64_t nic_cmdqs_bytes(struct nic *nic, const struct nic_lni *lni, uint64_t *count)
+{
+	uint64_t b = 0;
+	for (struct nic_cmdq *q = *nic_qhead(nic); q; q = q->next_of_nic) {
+		if (lni && q->lni != lni)
+			continue;
+		b += sizeof(*q) + (uint64_t)q->cap * sizeof(*q->ring);
+		if (count)
+			(*count)++;
+	}
+	for (struct nic_cmdq *q = nic->cmdq_zombies; q && !lni; q = q->next_of_nic)
+		b += sizeof(*q) + (uint64_t)q->cap * sizeof(*q->ring);
+	return b;
+}
+
 static bool op_is_target(uint8_t op)
 {
 	return op >= NIC_CMD_TGT_APPEND && op <= NIC_CMD_TGT_SETSTATE;

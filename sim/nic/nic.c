@@ -4,10 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../mem.h"
 #include "../model.h"
 #include "../timeseries.h"
 #include "../util.h"
 #include "nic_impl.h"
+#include "sw.h"
 
 static const struct param nic_params_table[] = {
 	{ "count", "count", 0, 0, FABRIC_MAX_NICS, "scenario size; 0: one NIC per fabric endpoint" },
@@ -612,11 +614,93 @@ static void nic_summary(struct sim *sim, FILE *f)
 		(unsigned long long)v[6], (unsigned long long)v[7], hw);
 }
 
+/* ---------------------------------------------------------------- memory accounting */
+
+static uint64_t table_bytes(const struct nic_table *t)
+{
+	return (uint64_t)t->cap * sizeof(*t->rec);
+}
+
+/* Bytes of the EQs (with their rings), PtlTEs, CTs and command queues owned by `lni`, or by every LNI of
+ * the NIC (lni NULL); with `les`, also the LEs on those PtlTEs' lists (records of the NIC's LE pool). */
+static uint64_t owned_bytes(struct nic *nic, const struct nic_lni *lni, bool les)
+{
+	uint64_t b = 0;
+	for (uint32_t i = 0; i < nic->eqs.n; i++) {
+		const struct nic_eq *q = nic->eqs.rec[i];
+		if (q->live && (!lni || q->lni == lni))
+			b += sizeof(*q) + (uint64_t)q->ring_cap * sizeof(struct nic_event);
+	}
+	for (uint32_t i = 0; i < nic->ptes.n; i++) {
+		const struct nic_pte *p = nic->ptes.rec[i];
+		if (!p->live || (lni && p->lni != lni))
+			continue;
+		b += sizeof(*p);
+		for (unsigned l = 0; les && l < 4; l++)
+			b += (uint64_t)p->lists[l].count * nic->le_pool.obj_size;
+	}
+	for (uint32_t i = 0; i < nic->cts.n; i++) {
+		const struct nic_ct *c = nic->cts.rec[i];
+		if (c->live && (!lni || c->lni == lni))
+			b += sizeof(*c);
+	}
+	return b + nic_cmdqs_bytes(nic, lni, NULL);
+}
+
+uint64_t nic_lni_bytes(const struct nic_lni *lni)
+{
+	return sizeof(*lni) + owned_bytes(lni->nic, lni, true);
+}
+
+/* A NIC's own state: the record, its services, tables, maps and PE queues (not what its LNIs own). */
+static uint64_t nic_core_bytes(const struct nic *nic)
+{
+	uint64_t b = sizeof(*nic) + (uint64_t)nic->nsvcs * sizeof(*nic->svcs) + (uint64_t)nic->nlnis * sizeof(*nic->lnis);
+	b += table_bytes(&nic->ptes) + table_bytes(&nic->eqs) + table_bytes(&nic->cts);
+	b += (uint64_t)nic->map_cap * (sizeof(*nic->map_keys) + sizeof(*nic->map_vals));
+	b += (uint64_t)nic->vni_cap * (sizeof(*nic->vni_keys) + sizeof(*nic->vni_counts));
+	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
+		b += (uint64_t)nic->pe[pe].qcap * sizeof(*nic->pe[pe].q);
+	return b;
+}
+
+static uint64_t nic_records_bytes(const struct nic *nic)
+{
+	return pool_bytes(&nic->le_pool) + pool_bytes(&nic->pkt_pool) + pool_bytes(&nic->op_pool) +
+	       pool_bytes(&nic->work_pool) + pool_bytes(&nic->evrec_pool);
+}
+
+static void nic_memory(struct sim *sim, struct mem_report *r)
+{
+	struct nic_world *w = world(sim);
+	uint64_t core = sizeof(*w) + (uint64_t)w->n * sizeof(*w->nics), recs = 0, lnis = 0, owned = 0;
+	uint64_t idle = 0, idle_b = 0;
+	for (uint32_t i = 0; i < w->n; i++) {
+		struct nic *nic = w->nics[i];
+		uint64_t c = nic_core_bytes(nic), q = nic_records_bytes(nic);
+		core += c;
+		recs += q;
+		if (!nic->active) {
+			idle++;
+			idle_b += c + q;
+		}
+		lnis += nic->nlnis;
+		owned += (uint64_t)nic->nlnis * sizeof(struct nic_lni) + owned_bytes(nic, NULL, false);
+	}
+	mem_add(r, "nic.core", w->n, core);
+	mem_add(r, "nic.records", w->n, recs);
+	mem_add(r, "nic.endpoint_state", lnis, owned);
+	mem_unit(r, "nic", w->n, core + recs);
+	mem_unit(r, "idle_nic", idle, idle_b);
+	sw_memory(sim, r);
+}
+
 static struct model nic_model = {
 	.key = "nic",
 	.order = 20,
 	.build = nic_build,
 	.summary = nic_summary,
+	.memory = nic_memory,
 	.params = nic_params_table,
 	.nparams = ARRAY_SIZE(nic_params_table),
 };

@@ -381,4 +381,8 @@ typedef void (*nic_access_fn)(void *ctx, uint32_t ptn, uint64_t le_user_ptr, uin
 			      bool write);
 int nic_pte_set_access_hook(struct nic *nic, uint32_t ptn, nic_access_fn fn, void *ctx);
 
+/* Memory accounting: bytes an LNI owns on its NIC (EQs and rings, PtlTEs and the LEs on their lists, CTs,
+ * command queues, the LNI record). */
+uint64_t nic_lni_bytes(const struct nic_lni *lni);
+
 #endif

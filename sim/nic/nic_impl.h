@@ -295,6 +295,10 @@ struct nic_counters;
 void nic_activate(struct nic *nic);
 void nic_count_limit(struct nic *nic);
 
+/* cmdq.c: bytes of the command queues (records and rings) an LNI owns, or all of the NIC's (lni NULL,
+ * queues freed while a fetch was pending included); *count (if given) is incremented per queue. */
+uint64_t nic_cmdqs_bytes(struct nic *nic, const struct nic_lni *lni, uint64_t *count);
+
 /* dma.c: PCIe timing */
 simtime_t nic_dma_time(const struct nic *nic, uint64_t bytes);
 simtime_t nic_dma_read(struct nic *nic, uint64_t bytes, simtime_t after, simtime_t *done);

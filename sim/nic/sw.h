@@ -234,6 +234,12 @@ void sw_mr_events(const struct sw_mr *mr, uint64_t *matched, uint64_t *completed
 /* Requests (posted receives, sends, RMA operations, peeks) software holds for all endpoints of the
  * simulation; an endpoint's close returns all of its own. */
 uint64_t sw_reqs_live(struct sim *sim);
+/* Memory accounting (sim/mem.h): the bytes one endpoint owns -- its provider state, the NIC-side objects
+ * of its LNI and the pooled records on its lists -- and, for the whole simulation, the kinds "sw.endpoint"
+ * (provider state of every open endpoint) and "sw.records" (the record pools). */
+struct mem_report;
+uint64_t sw_ep_bytes(const struct sw_ep *ep);
+void sw_memory(struct sim *sim, struct mem_report *r);
 /* Likewise for unexpected-message records and rendezvous messages being received. */
 uint64_t sw_ux_live(struct sim *sim);
 uint64_t sw_rmsgs_live(struct sim *sim);

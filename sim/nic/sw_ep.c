@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../mem.h"
 #include "../pool.h"
 #include "../stats.h"
 #include "../util.h"
@@ -195,6 +196,7 @@ struct sw_world {
 	uint32_t n;
 	uint8_t (*used)[C_PID_ANY];
 	struct pool reqs, uxs, rmsgs;
+	struct sw_ep *eps;  /* open endpoints */
 };
 
 static void sw_world_free(void *p)
@@ -285,6 +287,52 @@ uint64_t sw_ux_live(struct sim *sim)
 {
 	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
 	return w ? w->uxs.live : 0;
+}
+
+/* The endpoint's provider-side state: the record and what hangs off it (not pooled records, not the NIC). */
+static uint64_t ep_own_bytes(const struct sw_ep *ep)
+{
+	uint64_t b = sizeof(*ep) + ep->priv_size + (uint64_t)ep->free_ids_cap * sizeof(*ep->free_ids);
+	b += (uint64_t)ep->ux_map_cap * sizeof(*ep->ux_map) + (uint64_t)ep->closed_cap * sizeof(*ep->closed);
+	if (ep->rdzv_reqs)
+		b += SW_RDZV_IDS * (sizeof(*ep->rdzv_reqs) + sizeof(*ep->rdzv_free));
+	for (const struct sw_buf *x = ep->oflow; x; x = x->next)
+		b += sizeof(*x);
+	for (const struct sw_buf *x = ep->reqbuf; x; x = x->next)
+		b += sizeof(*x);
+	for (const struct sw_fc_peer *x = ep->fc_peers; x; x = x->next)
+		b += sizeof(*x);
+	for (const struct sw_fc_drops *x = ep->fc_drops; x; x = x->next)
+		b += sizeof(*x);
+	for (const struct sw_ctrl_msg *x = ep->ctrl_msgs; x; x = x->next)
+		b += sizeof(*x);
+	for (const struct sw_mr *x = ep->mrs; x; x = x->next)
+		b += sizeof(*x);
+	if (ep->fatal)
+		b += strlen(ep->fatal) + 1;
+	return b;
+}
+
+uint64_t sw_ep_bytes(const struct sw_ep *ep)
+{
+	uint64_t reqs = ep->posted.len + ep->replay.len + ep->inflight.len + ep->peeks.len + ep->msg_queue.len +
+			ep->rma_queue.len + ep->rnr_wait.len;
+	uint64_t uxs = ep->ux.len + ep->pending_ux.len + ep->ux_map_n;
+	return ep_own_bytes(ep) + reqs * ep->reqs->obj_size + uxs * ep->uxs->obj_size + nic_lni_bytes(ep->lni);
+}
+
+void sw_memory(struct sim *sim, struct mem_report *r)
+{
+	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
+	if (!w)
+		return;
+	uint64_t n = 0, b = 0;
+	for (const struct sw_ep *ep = w->eps; ep; ep = ep->w_next, n++)
+		b += ep_own_bytes(ep);
+	mem_add(r, "sw.endpoint", n, b);
+	mem_add(r, "sw.records", w->reqs.allocated + w->uxs.allocated + w->rmsgs.allocated,
+		pool_bytes(&w->reqs) + pool_bytes(&w->uxs) + pool_bytes(&w->rmsgs) + sizeof(*w) +
+			(uint64_t)w->n * sizeof(*w->used));
 }
 
 uint64_t sw_rmsgs_live(struct sim *sim)
@@ -505,6 +553,20 @@ static void ep_counters(struct sw_ep *ep)
 	ep->c_resume = stats_counter(s, "nic.%u.ep.%u.fc_resume_sent", n, ep->pid);
 }
 
+static void ep_unlist(struct sw_ep *ep)
+{
+	struct sw_world *w = sim_world_get(ep->sim, SW_WORLD_KEY);
+	if (!w)
+		return; /* torn down already: the list went with it */
+	if (ep->w_prev)
+		ep->w_prev->w_next = ep->w_next;
+	else if (w->eps == ep)
+		w->eps = ep->w_next;
+	if (ep->w_next)
+		ep->w_next->w_prev = ep->w_prev;
+	ep->w_next = ep->w_prev = NULL;
+}
+
 static int ep_validate(const struct sw_ep_attr *a)
 {
 	if (a->num_vnis == 0 || a->num_vnis > NIC_SVC_MAX_VNIS)
@@ -560,6 +622,10 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 		return rc == -ENOENT ? -FI_EINVAL : -FI_ENOSPC;
 	}
 	pids[pid] = 1;
+	ep->w_next = w->eps;
+	if (w->eps)
+		w->eps->w_prev = ep;
+	w->eps = ep;
 	ep_counters(ep);
 	uint32_t cq = attr->cq_size ? attr->cq_size : ep->env->default_cq_size;
 	const struct sw_costs *k = sw_costs(sim);
@@ -592,6 +658,7 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 	*out = ep;
 	return 0;
 fail:
+	ep_unlist(ep);
 	pids[pid] = 0;
 	nic_lni_free(ep->lni);
 	free(ep->priv);
@@ -608,6 +675,7 @@ void sw_ep_close(struct sw_ep *ep)
 	sw_txc_fini(ep);
 	sw_mr_fini(ep);
 	nic_lni_free(ep->lni);
+	ep_unlist(ep);
 	pid_row(ep->sim, nic_addr(ep->nic))[ep->pid] = 0;
 	free(ep->priv);
 	free(ep->closed);

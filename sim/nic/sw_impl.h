@@ -297,6 +297,8 @@ struct sw_ep {
 	struct sw_obj cache_le_obj;   /* its events (errors only) */
 	uint32_t next_prov_key;
 
+	struct sw_ep *w_next, *w_prev; /* the simulation's open endpoints (memory accounting) */
+
 	struct sw_ep_stats st;
 	uint64_t *c_rnr_nacks, *c_retries, *c_fc, *c_sw_trans, *c_hazards, *c_onloaded, *c_notify, *c_resume;
 	bool closing;

@@ -87,6 +87,11 @@ static const struct bulk_desc *desc_of(struct rpc_client_set *cs, uint32_t clien
 	return b->desc_gen == gen ? &b->desc : NULL;
 }
 
+uint64_t bulk_client_bytes(const struct rpc_client_set *cs)
+{
+	return cs->bulk ? sizeof(*cs->bulk) + (cs->bulk->slots ? (uint64_t)cs->n * cs->W * sizeof(*cs->bulk->slots) : 0) : 0;
+}
+
 void bulk_client_build(struct sim *sim, struct rpc_client_set *cs)
 {
 	if (!cs->bulk)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../mem.h"
 #include "../model.h"
 #include "../rng.h"
 #include "../timeseries.h"
@@ -587,11 +588,27 @@ static void clients_summary(struct sim *sim, FILE *f)
 	fputs("}", f);
 }
 
+/* Memory accounting: the workload's own state per process, and (unit "client_process") all a process
+ * owns: that, its provider endpoint, the NIC-side objects of its LNI and the records on its lists. */
+static void clients_memory(struct sim *sim, struct mem_report *r)
+{
+	struct rpc_world *w = sim_world_get(sim, "rpc");
+	const struct rpc_client_set *cs = w->clients;
+	uint64_t own = sizeof(*cs) + (uint64_t)cs->n * (sizeof(*cs->procs) + cs->W * sizeof(*cs->slots)) +
+		       (cs->per_target ? (uint64_t)cs->n * cs->T : 0) + bulk_client_bytes(cs);
+	uint64_t all = own;
+	for (uint32_t i = 0; i < cs->n; i++)
+		all += sw_ep_bytes(cs->procs[i].ep);
+	mem_add(r, "rpc_client.process", cs->n, own);
+	mem_unit(r, "client_process", cs->n, all);
+}
+
 static struct model client_model = {
 	.key = "rpc_client",
 	.order = 31,
 	.build = clients_build,
 	.summary = clients_summary,
+	.memory = clients_memory,
 	.params = client_params,
 	.nparams = ARRAY_SIZE(client_params),
 };

@@ -85,6 +85,7 @@ struct bulk_client {
 void bulk_client_read_cfg(struct rpc_client_set *cs, const struct cfg *client_section);
 void bulk_client_build(struct sim *sim, struct rpc_client_set *cs);
 void bulk_client_free(struct rpc_client_set *cs);
+uint64_t bulk_client_bytes(const struct rpc_client_set *cs);
 void bulk_client_register(struct sim *sim, struct rpc_client_set *cs, struct rpc_slot *s);
 /* Deregister the attempt's MR; false when there is none (the caller continues at once). */
 bool bulk_client_release(struct sim *sim, struct rpc_client_set *cs, struct rpc_slot *s);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../mem.h"
 #include "../model.h"
 #include "../pool.h"
 #include "../timeseries.h"
@@ -877,11 +878,35 @@ void rpc_server_nic_summary(struct sim *sim, struct rpc_server *s, FILE *f)
 		(unsigned long long)sum.total_rnr_nacks, (unsigned long long)sum.total_retries);
 }
 
+/* Memory accounting: the server's own state, and (unit "server_endpoint") all a thread owns: its share
+ * of that, its provider endpoint and the NIC-side objects of its LNI. */
+static void server_memory(struct sim *sim, struct mem_report *r)
+{
+	struct rpc_world *w = sim_world_get(sim, "rpc");
+	const struct rpc_server *s = w->server;
+	uint64_t own = sizeof(*s) + (uint64_t)s->cfg.nodes * s->cfg.engines * sizeof(*s->engines) +
+		       (uint64_t)s->nthreads * (sizeof(*s->threads) + sizeof(*s->world.targets)) +
+		       pool_bytes(&s->req_pool) + (uint64_t)s->gen_n * s->gen_w * sizeof(*s->last_gen);
+	uint64_t eps = 0;
+	for (uint32_t i = 0; i < s->nthreads; i++) {
+		const struct srv_thread *t = &s->threads[i];
+		own += (uint64_t)t->qcap * sizeof(*t->q) + (uint64_t)t->hcap * sizeof(*t->handles) +
+		       (uint64_t)t->nhandles * sizeof(**t->handles) + (uint64_t)t->repost_cap * sizeof(*t->repost_list);
+		if (t->bufs)
+			own += (uint64_t)s->cfg.mr_bufs * sizeof(*t->bufs);
+		if (t->ep)
+			eps += sw_ep_bytes(t->ep);
+	}
+	mem_add(r, "rpc_server", s->nthreads, own);
+	mem_unit(r, "server_endpoint", s->nthreads, own + eps);
+}
+
 static struct model server_model = {
 	.key = "rpc_server",
 	.order = 30,
 	.build = server_build,
 	.summary = server_summary,
+	.memory = server_memory,
 	.params = server_params,
 	.nparams = ARRAY_SIZE(server_params),
 };

@@ -1,0 +1,104 @@
+#include "mem.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+struct mem_line {
+	char name[64];
+	uint64_t count, bytes;
+};
+
+struct mem_table {
+	struct mem_line *v;
+	size_t n, cap;
+};
+
+struct mem_report {
+	struct mem_table kinds, units;
+	uint64_t heap;
+};
+
+static void table_add(struct mem_table *t, const char *name, uint64_t count, uint64_t bytes)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		if (!strcmp(t->v[i].name, name)) {
+			t->v[i].count += count;
+			t->v[i].bytes += bytes;
+			return;
+		}
+	}
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 16;
+		t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
+	}
+	struct mem_line *l = &t->v[t->n++];
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	l->count = count;
+	l->bytes = bytes;
+}
+
+void mem_add(struct mem_report *r, const char *kind, uint64_t count, uint64_t bytes)
+{
+	table_add(&r->kinds, kind, count, bytes);
+}
+
+void mem_unit(struct mem_report *r, const char *unit, uint64_t count, uint64_t bytes)
+{
+	table_add(&r->units, unit, count, bytes);
+}
+
+uint64_t mem_heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+}
+
+struct mem_report *mem_report_create(void)
+{
+	struct mem_report *r = xcalloc(1, sizeof(*r));
+	r->heap = mem_heap_in_use();
+	return r;
+}
+
+void mem_report_free(struct mem_report *r)
+{
+	if (!r)
+		return;
+	free(r->kinds.v);
+	free(r->units.v);
+	free(r);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct mem_line *)a)->name, ((const struct mem_line *)b)->name);
+}
+
+static void put_table(const struct mem_table *t, FILE *f, int units)
+{
+	qsort(t->v, t->n, sizeof(*t->v), by_name);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct mem_line *l = &t->v[i];
+		fprintf(f, "%s\"%s\": {\"count\": %llu, \"bytes\": %llu", i ? ", " : "", l->name,
+			(unsigned long long)l->count, (unsigned long long)l->bytes);
+		if (units)
+			fprintf(f, ", \"bytes_each\": %.0f", l->count ? (double)l->bytes / (double)l->count : 0.0);
+		fputs("}", f);
+	}
+}
+
+void mem_report_json(const struct mem_report *r, FILE *f)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < r->kinds.n; i++)
+		total += r->kinds.v[i].bytes;
+	fprintf(f, "{\"heap_in_use_bytes\": %llu, \"accounted_bytes\": %llu, \"kinds\": {",
+		(unsigned long long)r->heap, (unsigned long long)total);
+	put_table(&r->kinds, f, 0);
+	fputs("}, \"per_object\": {", f);
+	put_table(&r->units, f, 1);
+	fputs("}}", f);
+}
