@@ -35,6 +35,25 @@ struct index {
 #define CHUNK 1024
 #define NAME_ARENA (64 * 1024)
 #define NAME_MAX_LEN 256
+#define BLOCK_CHUNK 65536 /* counter values of blocks, bump-allocated */
+
+/* A table of member names shared by blocks (one per model, usually), indexed, with each name's family and
+ * entity flag worked out once. */
+struct nameset {
+	const char *const *names;
+	size_t n;
+	struct key *keys;
+	struct index ix;
+	char **fam;
+	bool *entity;
+};
+
+/* Counters <prefix>.<names[i]> of one entity (stats_counter_block). */
+struct block {
+	struct key k; /* the prefix */
+	struct nameset *ns;
+	uint64_t *vals;
+};
 
 struct stats {
 	struct entry *ent; /* registration order */
@@ -44,6 +63,13 @@ struct stats {
 	size_t nchunks, chunk_used;
 	char **arena; /* names, bump-allocated: a million names cost no million mallocs */
 	size_t narena, arena_used;
+	struct block *blk;
+	size_t nblk, blk_cap, block_members;
+	struct index bix; /* prefixes of blocks */
+	struct nameset **sets;
+	size_t nsets;
+	uint64_t **vchunks; /* block values */
+	size_t nvchunks, vchunk_used;
 };
 
 static uint64_t hash(const char *s)
@@ -128,6 +154,22 @@ void stats_destroy(struct stats *st)
 	free(st->arena);
 	free(st->ent);
 	free(st->ix.slot);
+	for (size_t i = 0; i < st->nsets; i++) {
+		struct nameset *ns = st->sets[i];
+		for (size_t k = 0; k < ns->n; k++)
+			free(ns->fam[k]);
+		free(ns->fam);
+		free(ns->entity);
+		free(ns->keys);
+		free(ns->ix.slot);
+		free(ns);
+	}
+	free(st->sets);
+	for (size_t i = 0; i < st->nvchunks; i++)
+		free(st->vchunks[i]);
+	free(st->vchunks);
+	free(st->blk);
+	free(st->bix.slot);
 	free(st);
 }
 
@@ -154,14 +196,19 @@ static const char *new_name(struct stats *st, const char *name, size_t len)
 	return p;
 }
 
-static struct entry *lookup(struct stats *st, enum kind kind, const char *fmt, va_list ap)
+static size_t format_name(char *name, const char *fmt, va_list ap)
 {
-	char name[NAME_MAX_LEN];
-	int len = vsnprintf(name, sizeof(name), fmt, ap);
+	int len = vsnprintf(name, NAME_MAX_LEN, fmt, ap);
 	if (len < 0)
 		die("stats: bad name format '%s'", fmt);
-	if ((size_t)len >= sizeof(name))
-		len = sizeof(name) - 1;
+	return (size_t)len >= NAME_MAX_LEN ? NAME_MAX_LEN - 1 : (size_t)len;
+}
+
+static uint64_t *member_find(const struct stats *st, const char *name);
+
+/* The record of `name`, created if absent (unless it is a block member: *member is then its slot). */
+static struct entry *lookup(struct stats *st, enum kind kind, const char *name, size_t len, uint64_t **member)
+{
 	uint64_t h = hash(name);
 	uint64_t *s = index_slot(&st->ix, st->ent, sizeof(*st->ent), name, h);
 	if (*s) {
@@ -169,6 +216,13 @@ static struct entry *lookup(struct stats *st, enum kind kind, const char *fmt, v
 		if (e->kind != kind)
 			die("stat '%s' registered as both counter and histogram", name);
 		return e;
+	}
+	uint64_t *m = member_find(st, name);
+	if (m) {
+		if (kind != K_COUNTER || !member)
+			die("stat '%s' registered as both counter and histogram", name);
+		*member = m;
+		return NULL;
 	}
 	if ((st->n + 1) * 2 > st->ix.cap) {
 		index_reserve(&st->ix, st->ent, sizeof(*st->ent), st->n);
@@ -179,7 +233,7 @@ static struct entry *lookup(struct stats *st, enum kind kind, const char *fmt, v
 		st->ent = xrealloc(st->ent, st->ent_cap * sizeof(*st->ent));
 	}
 	struct entry *e = &st->ent[st->n];
-	e->k.name = new_name(st, name, (size_t)len);
+	e->k.name = new_name(st, name, len);
 	e->k.hash = h;
 	e->kind = kind;
 	if (kind == K_COUNTER)
@@ -192,22 +246,131 @@ static struct entry *lookup(struct stats *st, enum kind kind, const char *fmt, v
 
 uint64_t *stats_counter(struct stats *st, const char *fmt, ...)
 {
+	char name[NAME_MAX_LEN];
 	va_list ap;
 	va_start(ap, fmt);
-	struct entry *e = lookup(st, K_COUNTER, fmt, ap);
+	size_t len = format_name(name, fmt, ap);
 	va_end(ap);
-	return e->u.counter;
+	uint64_t *member = NULL;
+	struct entry *e = lookup(st, K_COUNTER, name, len, &member);
+	return e ? e->u.counter : member;
 }
 
 struct histogram *stats_hist(struct stats *st, const char *fmt, ...)
 {
+	char name[NAME_MAX_LEN];
 	va_list ap;
 	va_start(ap, fmt);
-	struct entry *e = lookup(st, K_HIST, fmt, ap);
+	size_t len = format_name(name, fmt, ap);
 	va_end(ap);
+	struct entry *e = lookup(st, K_HIST, name, len, NULL);
 	if (e->u.hist->count == 0)
 		e->u.hist->min = UINT64_MAX;
 	return e->u.hist;
+}
+
+/* ---------------------------------------------------------------- blocks */
+
+static struct nameset *nameset_get(struct stats *st, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < st->nsets; i++)
+		if (st->sets[i]->names == names && st->sets[i]->n == n)
+			return st->sets[i];
+	struct nameset *ns = xcalloc(1, sizeof(*ns));
+	ns->names = names;
+	ns->n = n;
+	ns->keys = xcalloc(n ? n : 1, sizeof(*ns->keys));
+	ns->fam = xcalloc(n ? n : 1, sizeof(*ns->fam));
+	ns->entity = xcalloc(n ? n : 1, sizeof(*ns->entity));
+	char fam[NAME_MAX_LEN];
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(names[i]) >= NAME_MAX_LEN / 2)
+			die("stats: block member name '%s' too long", names[i]);
+		uint64_t h = hash(names[i]);
+		index_reserve(&ns->ix, ns->keys, sizeof(*ns->keys), i);
+		uint64_t *s = index_slot(&ns->ix, ns->keys, sizeof(*ns->keys), names[i], h);
+		if (*s)
+			die("stats: block member name '%s' given twice", names[i]);
+		ns->keys[i] = (struct key){ names[i], h };
+		index_set(s, h, i);
+		ns->entity[i] = stats_family_name(names[i], fam, sizeof(fam));
+		ns->fam[i] = xstrdup(fam);
+	}
+	st->sets = xrealloc(st->sets, (st->nsets + 1) * sizeof(*st->sets));
+	st->sets[st->nsets++] = ns;
+	return ns;
+}
+
+static uint64_t *block_values(struct stats *st, size_t n)
+{
+	if (n > BLOCK_CHUNK || !st->nvchunks || st->vchunk_used + n > BLOCK_CHUNK) {
+		st->vchunks = xrealloc(st->vchunks, (st->nvchunks + 1) * sizeof(*st->vchunks));
+		st->vchunks[st->nvchunks++] = xcalloc(n > BLOCK_CHUNK ? n : BLOCK_CHUNK, sizeof(uint64_t));
+		st->vchunk_used = 0;
+		if (n > BLOCK_CHUNK) {
+			/* its own chunk, full: the next block starts another */
+			st->vchunk_used = BLOCK_CHUNK;
+			return st->vchunks[st->nvchunks - 1];
+		}
+	}
+	uint64_t *v = st->vchunks[st->nvchunks - 1] + st->vchunk_used;
+	st->vchunk_used += n;
+	return v;
+}
+
+uint64_t *stats_counter_block(struct stats *st, const char *const *names, size_t n, const char *fmt, ...)
+{
+	char prefix[NAME_MAX_LEN];
+	va_list ap;
+	va_start(ap, fmt);
+	size_t len = format_name(prefix, fmt, ap);
+	va_end(ap);
+	if (len >= NAME_MAX_LEN / 2)
+		die("stats: block prefix '%s' too long", prefix);
+	uint64_t h = hash(prefix);
+	index_reserve(&st->bix, st->blk, sizeof(*st->blk), st->nblk);
+	uint64_t *s = index_slot(&st->bix, st->blk, sizeof(*st->blk), prefix, h);
+	if (*s) {
+		struct block *b = &st->blk[(*s & 0xffffffffu) - 1];
+		if (b->ns->names != names || b->ns->n != n)
+			die("stats: block '%s' registered again with other names", prefix);
+		return b->vals;
+	}
+	if (st->nblk == st->blk_cap) {
+		st->blk_cap = st->blk_cap ? st->blk_cap * 2 : 1024;
+		st->blk = xrealloc(st->blk, st->blk_cap * sizeof(*st->blk));
+	}
+	struct block *b = &st->blk[st->nblk];
+	b->k.name = new_name(st, prefix, len);
+	b->k.hash = h;
+	b->ns = nameset_get(st, names, n);
+	b->vals = block_values(st, n);
+	index_set(s, h, st->nblk++);
+	st->block_members += n;
+	return b->vals;
+}
+
+/* The slot of block member `name` (<prefix>.<member name>, split at any of its dots), or NULL. */
+static uint64_t *member_find(const struct stats *st, const char *name)
+{
+	if (!st->nblk)
+		return NULL;
+	char prefix[NAME_MAX_LEN];
+	for (const char *p = strchr(name, '.'); p; p = strchr(p + 1, '.')) {
+		size_t len = (size_t)(p - name);
+		memcpy(prefix, name, len);
+		prefix[len] = '\0';
+		uint64_t *s = index_slot(&st->bix, st->blk, sizeof(*st->blk), prefix, hash(prefix));
+		if (!*s)
+			continue;
+		const struct block *b = &st->blk[(*s & 0xffffffffu) - 1];
+		if (!b->ns->n)
+			continue;
+		uint64_t *t = index_slot(&b->ns->ix, b->ns->keys, sizeof(*b->ns->keys), p + 1, hash(p + 1));
+		if (*t)
+			return &b->vals[(*t & 0xffffffffu) - 1];
+	}
+	return NULL;
 }
 
 static struct entry *find(struct stats *st, const char *name, enum kind kind)
@@ -220,7 +383,7 @@ static struct entry *find(struct stats *st, const char *name, enum kind kind)
 uint64_t *stats_find_counter(struct stats *st, const char *name)
 {
 	struct entry *e = find(st, name, K_COUNTER);
-	return e ? e->u.counter : NULL;
+	return e ? e->u.counter : member_find(st, name);
 }
 
 struct histogram *stats_find_hist(struct stats *st, const char *name)
@@ -326,7 +489,8 @@ struct family {
 	struct key k;
 	uint64_t members, nonzero; /* nonzero: counters above 0, histograms with a sample */
 	uint64_t sum, min, max;    /* counters */
-	const char *max_at;        /* first name in name order holding max */
+	char *max_at;              /* first name in name order holding max (a nonzero max: only families with
+				    * a nonzero member are written) */
 	struct histogram *merged;  /* histograms */
 };
 
@@ -353,16 +517,29 @@ static struct family *family_get(struct families *fs, const char *key)
 	return f;
 }
 
+static void family_add_zeros(struct family *f, uint64_t n)
+{
+	f->members += n;
+	if (n)
+		f->min = 0;
+}
+
 static void family_add_counter(struct family *f, const char *name, uint64_t v)
 {
+	if (!v) {
+		family_add_zeros(f, 1);
+		return;
+	}
 	f->members++;
-	f->nonzero += v != 0;
+	f->nonzero++;
 	f->sum += v;
 	if (v < f->min)
 		f->min = v;
 	if (!f->max_at || v > f->max || (v == f->max && strcmp(name, f->max_at) < 0)) {
 		f->max = v;
-		f->max_at = name;
+		if (!f->max_at)
+			f->max_at = xmalloc(NAME_MAX_LEN);
+		snprintf(f->max_at, NAME_MAX_LEN, "%s", name);
 	}
 }
 
@@ -379,6 +556,7 @@ static void families_free(struct families *fs)
 {
 	for (size_t i = 0; i < fs->n; i++) {
 		free((char *)fs->f[i].k.name);
+		free(fs->f[i].max_at);
 		free(fs->f[i].merged);
 	}
 	free(fs->f);
@@ -399,7 +577,129 @@ struct written {
 	size_t ncfams, nhfams;
 	uint64_t counters_registered, counters_zero, counters_entity;
 	uint64_t hists_registered, hists_empty, hists_entity;
+	struct vents *vents;         /* records of the block members written one by one */
 };
+
+/* Block members that are written under their own name get a record of their own for the dumps, so they
+ * sort and print as every other counter. */
+struct vents {
+	struct entry *e;
+	size_t n, cap;
+	char **arena;
+	size_t narena, used;
+};
+
+static const struct key *vent_add(struct vents *v, const char *name, uint64_t *val)
+{
+	size_t len = strlen(name) + 1;
+	if (!v->narena || v->used + len > NAME_ARENA) {
+		v->arena = xrealloc(v->arena, (v->narena + 1) * sizeof(*v->arena));
+		v->arena[v->narena++] = xmalloc(NAME_ARENA);
+		v->used = 0;
+	}
+	char *p = v->arena[v->narena - 1] + v->used;
+	memcpy(p, name, len);
+	v->used += len;
+	if (v->n == v->cap)
+		die("stats: member records not reserved"); /* records are pointed at: reserved, never grown */
+	struct entry *e = &v->e[v->n++];
+	e->k.name = p;
+	e->k.hash = 0;
+	e->kind = K_COUNTER;
+	e->u.counter = val;
+	return &e->k;
+}
+
+/* Records for the nonzero members of every block, or of those written under their own name (`entity_too`
+ * false: members with no numeric component anywhere). */
+static struct vents *vents_collect(const struct stats *st, bool entity_too)
+{
+	struct vents *v = xcalloc(1, sizeof(*v));
+	for (size_t b = 0; b < st->nblk; b++)
+		for (size_t i = 0; i < st->blk[b].ns->n; i++)
+			v->cap += st->blk[b].vals[i] != 0;
+	v->e = xmalloc((v->cap + 1) * sizeof(*v->e));
+	char name[NAME_MAX_LEN], fam[NAME_MAX_LEN];
+	for (size_t b = 0; b < st->nblk; b++) {
+		const struct block *bk = &st->blk[b];
+		bool pe = stats_family_name(bk->k.name, fam, sizeof(fam));
+		for (size_t i = 0; i < bk->ns->n; i++) {
+			if (!bk->vals[i] || (!entity_too && (pe || bk->ns->entity[i])))
+				continue;
+			snprintf(name, sizeof(name), "%s.%s", bk->k.name, bk->ns->names[i]);
+			vent_add(v, name, &bk->vals[i]);
+		}
+	}
+	return v;
+}
+
+static void vents_free(struct vents *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->narena; i++)
+		free(v->arena[i]);
+	free(v->arena);
+	free(v->e);
+	free(v);
+}
+
+/* Families of the members of blocks that share a name table and a prefix family: resolved once. */
+struct famcache {
+	const struct nameset *ns;
+	char *fprefix;
+	uint32_t *fidx; /* family index per member; UINT32_MAX: not yet resolved or not per-entity */
+};
+
+/* Add every block's members to the counter totals and families. */
+static void collect_blocks(const struct stats *st, struct written *w)
+{
+	struct famcache *fc = NULL;
+	size_t nfc = 0;
+	char fp[NAME_MAX_LEN], key[NAME_MAX_LEN], name[NAME_MAX_LEN];
+	for (size_t b = 0; b < st->nblk; b++) {
+		const struct block *bk = &st->blk[b];
+		const struct nameset *ns = bk->ns;
+		bool pe = stats_family_name(bk->k.name, fp, sizeof(fp));
+		struct famcache *c = NULL;
+		for (size_t k = 0; k < nfc && !c; k++)
+			if (fc[k].ns == ns && !strcmp(fc[k].fprefix, fp))
+				c = &fc[k];
+		if (!c) {
+			fc = xrealloc(fc, (nfc + 1) * sizeof(*fc));
+			c = &fc[nfc++];
+			c->ns = ns;
+			c->fprefix = xstrdup(fp);
+			c->fidx = xmalloc((ns->n + 1) * sizeof(*c->fidx));
+			for (size_t i = 0; i < ns->n; i++)
+				c->fidx[i] = UINT32_MAX;
+		}
+		for (size_t i = 0; i < ns->n; i++) {
+			uint64_t v = bk->vals[i];
+			w->counters_registered++;
+			w->counters_zero += v == 0;
+			if (!pe && !ns->entity[i])
+				continue; /* written under its own name (vents) when nonzero */
+			if (c->fidx[i] == UINT32_MAX) {
+				snprintf(key, sizeof(key), "%s.%s", fp, ns->fam[i]);
+				c->fidx[i] = (uint32_t)(family_get(&w->cfam, key) - w->cfam.f);
+			}
+			struct family *f = &w->cfam.f[c->fidx[i]];
+			if (!v) {
+				family_add_zeros(f, 1);
+				continue;
+			}
+			snprintf(name, sizeof(name), "%s.%s", bk->k.name, ns->names[i]);
+			family_add_counter(f, name, v);
+			w->counters_entity++;
+		}
+	}
+	for (size_t k = 0; k < nfc; k++) {
+		free(fc[k].fprefix);
+		free(fc[k].fidx);
+	}
+	free(fc);
+}
 
 static void sort_keys(const struct key **v, size_t n)
 {
@@ -411,7 +711,8 @@ static void sort_keys(const struct key **v, size_t n)
 static struct written collect(const struct stats *st)
 {
 	struct written w = { 0 };
-	w.counters = xmalloc((st->n + 1) * sizeof(*w.counters));
+	w.vents = vents_collect(st, false);
+	w.counters = xmalloc((st->n + w.vents->n + 1) * sizeof(*w.counters));
 	w.hists = xmalloc((st->n + 1) * sizeof(*w.hists));
 	char fam[NAME_MAX_LEN];
 	for (size_t i = 0; i < st->n; i++) {
@@ -439,6 +740,9 @@ static struct written collect(const struct stats *st)
 			}
 		}
 	}
+	collect_blocks(st, &w);
+	for (size_t i = 0; i < w.vents->n; i++)
+		w.counters[w.ncounters++] = &w.vents->e[i].k;
 	sort_keys(w.counters, w.ncounters);
 	sort_keys(w.hists, w.nhists);
 	w.cfams = xmalloc((w.cfam.n + 1) * sizeof(*w.cfams));
@@ -462,6 +766,7 @@ static void written_free(struct written *w)
 	free(w->hfams);
 	families_free(&w->cfam);
 	families_free(&w->hfam);
+	vents_free(w->vents);
 }
 
 /* A record's key is its first member. */
@@ -573,8 +878,11 @@ void stats_dump_json(const struct stats *st, FILE *f, int indent)
 
 void stats_dump_csv(const struct stats *st, FILE *f)
 {
-	const struct key **v = xmalloc((st->n + 1) * sizeof(*v));
+	struct vents *ve = vents_collect(st, true);
+	const struct key **v = xmalloc((st->n + ve->n + 1) * sizeof(*v));
 	size_t n = 0;
+	for (size_t i = 0; i < ve->n; i++)
+		v[n++] = &ve->e[i].k;
 	for (size_t i = 0; i < st->n; i++) {
 		const struct entry *e = &st->ent[i];
 		if (e->kind == K_COUNTER ? *e->u.counter != 0 : e->u.hist->count != 0)
@@ -597,18 +905,23 @@ void stats_dump_csv(const struct stats *st, FILE *f)
 			fprintf(f, "%s.%s,hist,%llu\n", name, qnames[k], (unsigned long long)hist_quantile(h, qs[k]));
 	}
 	free(v);
+	vents_free(ve);
 }
 
 size_t stats_size(const struct stats *st)
 {
-	return st->n;
+	return st->n + st->block_members;
 }
 
 size_t stats_mem_bytes(const struct stats *st)
 {
 	size_t b = sizeof(*st) + st->ent_cap * sizeof(*st->ent) + st->ix.cap * sizeof(*st->ix.slot) +
 		   st->nchunks * (CHUNK * sizeof(uint64_t) + sizeof(*st->chunks)) +
-		   st->narena * (NAME_ARENA + sizeof(*st->arena));
+		   st->narena * (NAME_ARENA + sizeof(*st->arena)) + st->blk_cap * sizeof(*st->blk) +
+		   st->bix.cap * sizeof(*st->bix.slot) + st->nvchunks * BLOCK_CHUNK * sizeof(uint64_t);
+	for (size_t i = 0; i < st->nsets; i++)
+		b += sizeof(*st->sets[i]) + st->sets[i]->n * (sizeof(struct key) + sizeof(char *) + 1 + 16) +
+		     st->sets[i]->ix.cap * sizeof(uint64_t);
 	for (size_t i = 0; i < st->n; i++)
 		if (st->ent[i].kind == K_HIST)
 			b += sizeof(struct histogram);

@@ -39,6 +39,13 @@ void stats_destroy(struct stats *st);
  * registry's lifetime. */
 uint64_t *stats_counter(struct stats *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 struct histogram *stats_hist(struct stats *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A block of counters of one entity: n counters named <prefix>.<names[i]> (prefix formatted printf-style),
+ * returned as one array of n slots.  Every output, rule and lookup treats them as n registered counters
+ * (stats_counter and stats_find_counter with a member's full name return its slot); they cost 8 bytes each
+ * and one record per block, where a counter of its own costs a name, a record and an index slot (~120
+ * bytes).  `names` must outlive the registry (a static table); the same table serves every entity. */
+uint64_t *stats_counter_block(struct stats *st, const char *const *names, size_t n, const char *prefix_fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /* A gauge is a counter whose value is a level (e.g. LE high-water); also track its maximum under
  * "<name>.max" by updating through stats_gauge_set. */
 void stats_gauge_set(uint64_t *gauge, uint64_t *gauge_max, uint64_t value);

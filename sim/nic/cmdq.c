@@ -56,7 +56,7 @@ int nic_cmdq_alloc(struct nic_lni *lni, const struct nic_cmdq_attr *a, struct ni
 	q->eqn = a->eqn;
 	/* The record ring grows on demand up to `slots` (as EQ rings do): endpoints size their queues for the
 	 * worst case, and 53,248 client endpoints with full-size rings would need ~30 GB. */
-	q->cap = a->slots < 16 ? a->slots : 16;
+	q->cap = a->slots < 4 ? a->slots : 4;
 	q->ring = xcalloc(q->cap, sizeof(*q->ring));
 	if (a->eqn != NIC_NONE)
 		nic_eq_lookup(nic, a->eqn)->refs++;
@@ -258,7 +258,7 @@ static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 		q->used -= r->nslots;
 		if (r->cmd.op == NIC_CMD_NOOP)
 			continue;
-		struct nic_work *w = pool_get(&nic->work_pool);
+		struct nic_work *w = pool_get(&nic->rec->work);
 		memset(w, 0, sizeof(*w));
 		w->nic = nic;
 		w->lni = q->lni;

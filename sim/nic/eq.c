@@ -48,8 +48,8 @@ int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn
 	q->notify = a->notify;
 	q->notify_ctx = a->notify_ctx;
 	/* The ring grows on demand up to `slots`: endpoints size EQs generously (131,072 events by default)
-	 * but rarely hold more than a handful unacked. */
-	q->ring_cap = a->slots < 64 ? a->slots : 64;
+	 * but rarely hold more than a handful unacked (a million idle client EQs at 64 slots were 3 GB). */
+	q->ring_cap = a->slots < 8 ? a->slots : 8;
 	q->ring = xcalloc(q->ring_cap, sizeof(struct nic_event));
 	*eqn = i;
 	return 0;
@@ -194,7 +194,7 @@ static void eq_publish(struct sim *sim, void *obj, uint64_t arg)
 		}
 	}
 	uint32_t eqn = r->eqn;
-	pool_put(&nic->evrec_pool, r);
+	pool_put(&nic->rec->evrec, r);
 	if (q && q->notify)
 		q->notify(q->notify_ctx, nic, eqn);
 }
@@ -219,7 +219,7 @@ bool nic_eq_post(struct nic *nic, uint32_t eqn, const struct nic_event *ev, simt
 	if (ev->type < C_EVENT_TYPES && nic->c.event_type[ev->type])
 		(*nic->c.event_type[ev->type])++;
 	_Static_assert(sizeof(struct evrec) <= sizeof(struct nic_event) + 32, "evrec pool object size");
-	struct evrec *r = pool_get(&nic->evrec_pool);
+	struct evrec *r = pool_get(&nic->rec->evrec);
 	r->nic = nic;
 	r->eqn = eqn;
 	r->gen = q->gen;

@@ -9,7 +9,7 @@
 
 struct nic_pkt *nic_pkt_new(struct nic *nic)
 {
-	struct nic_pkt *p = pool_get(&nic->pkt_pool);
+	struct nic_pkt *p = pool_get(&nic->rec->pkt);
 	memset(p, 0, sizeof(*p));
 	p->msg.ctx = p;
 	return p;
@@ -21,7 +21,7 @@ void nic_pkt_free(struct nic *nic, struct nic_pkt *p)
 	p->payload = NULL;
 	/* Packets are allocated by the sender and freed by the receiver: pools are per NIC, so a packet
 	 * returns to the receiving NIC's pool (the pools only hold equal-sized records). */
-	pool_put(&nic->pkt_pool, p);
+	pool_put(&nic->rec->pkt, p);
 }
 
 static void send_now(struct sim *sim, void *obj, uint64_t arg)
@@ -91,7 +91,7 @@ static void op_ct(struct nic *nic, const struct nic_op *op, uint32_t flag, uint3
 static struct nic_op *op_new(struct nic *nic, struct nic_work *w)
 {
 	const struct nic_dma_cmd *d = &w->cmd.dma;
-	struct nic_op *op = pool_get(&nic->op_pool);
+	struct nic_op *op = pool_get(&nic->rec->op);
 	memset(op, 0, sizeof(*op));
 	op->kind = w->cmd.op == NIC_CMD_GET ? OP_GET : OP_PUT;
 	op->cmd_op = w->cmd.op;
@@ -170,7 +170,7 @@ static void tx_put(struct nic *nic, struct nic_work *w)
 				p->payload = NULL;
 				init_event(nic, op, C_EVENT_ACK, C_RC_PERM_VIOLATION, 0, nic->p->pcie_latency);
 				op_ct(nic, op, NIC_DMA_EVENT_CT_ACK, 0, false);
-				pool_put(&nic->op_pool, op);
+				pool_put(&nic->rec->op, op);
 				nic_pkt_free(nic, p);
 				return;
 			}
@@ -209,7 +209,7 @@ static void tx_exec(struct sim *sim, void *obj, uint64_t arg)
 	default: break;
 	}
 	nic_payload_free(w->idc);
-	pool_put(&nic->work_pool, w);
+	pool_put(&nic->rec->work, w);
 }
 
 void nic_tx_submit(struct nic *nic, struct nic_work *w)
@@ -228,7 +228,7 @@ void nic_tx_submit(struct nic *nic, struct nic_work *w)
 void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct nic_le *le, uint64_t dst_addr,
 			   uint32_t len, const struct nic_le *hdr, simtime_t delay)
 {
-	struct nic_op *op = pool_get(&nic->op_pool);
+	struct nic_op *op = pool_get(&nic->rec->op);
 	memset(op, 0, sizeof(*op));
 	op->kind = OP_HW_RDZV_GET;
 	op->lni = pte->lni;
@@ -324,6 +324,6 @@ void nic_initiator_rx(struct nic *nic, struct nic_pkt *p)
 	} else {
 		rx_reply(nic, p, op);
 	}
-	pool_put(&nic->op_pool, op);
+	pool_put(&nic->rec->op, op);
 	nic_pkt_free(nic, p);
 }

@@ -18,13 +18,6 @@ void nic_le_pools_init(struct nic *nic)
 	}
 }
 
-/* Stats slots for every pool exist once the NIC is active; timeseries columns are chosen at build. */
-void nic_le_pools_register(struct nic *nic)
-{
-	for (unsigned i = 0; i < C_LE_POOLS; i++)
-		nic->pools[i].c_fail = stats_counter(sim_stats(nic->sim), "nic.%u.le_pool.%u.alloc_fail", nic->addr, i);
-}
-
 static uint32_t pe_shared_capacity(const struct nic *nic, unsigned pe)
 {
 	uint32_t reserved = 0;

@@ -442,7 +442,7 @@ static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_
 	(*nic->c.net_match_overflow[pte->pe])++;
 	(*nic->c.net_match_success[pte->pe])++;
 	/* The overflow buffer takes the eager bytes; the header goes on the UNEXPECTED list. */
-	struct nic_le *ule = pool_get(&nic->le_pool);
+	struct nic_le *ule = pool_get(&nic->rec->le);
 	*ule = *hdr;
 	ule->pte = pte;
 	ule->list = C_PTL_LIST_UNEXPECTED;
@@ -639,7 +639,7 @@ static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct n
 		}
 		return cost;
 	}
-	struct nic_le *le = pool_get(&nic->le_pool);
+	struct nic_le *le = pool_get(&nic->rec->le);
 	*le = tmp;
 	le->seq = pte->le_seq++;
 	nic_le_list_append(&pte->lists[c->list], le);
@@ -850,7 +850,7 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 		cost = lpe_pkt(nic, w->pkt);
 	else
 		cost = lpe_tgt_cmd(nic, w);
-	pool_put(&nic->work_pool, w);
+	pool_put(&nic->rec->work, w);
 	sim_schedule(sim, cost, pe_run, nic, arg);
 }
 
@@ -875,7 +875,7 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	/* The PE is chosen from the mapping; unknown destinations are answered by PE 0. */
 	uint8_t rc;
 	struct nic_pte *pte = nic_pte_resolve(nic, m->vni, p->dst_pid, p->index, m->src == nic->addr, &rc);
-	struct nic_work *w = pool_get(&nic->work_pool);
+	struct nic_work *w = pool_get(&nic->rec->work);
 	memset(w, 0, sizeof(*w));
 	w->kind = WORK_PKT;
 	w->nic = nic;

@@ -1,6 +1,8 @@
 /* The "nic" model: builds one Cassini per fabric endpoint, owns the parameter table, services, LNIs and
  * the per-NIC telemetry.  The data path lives in initiator.c (transmit) and lpe.c (target). */
 #include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +68,7 @@ struct nic_world {
 	uint32_t nsvcs;
 	struct { uint32_t index, max_alloc, reserved; bool has_max, has_res; } *pool_cfg;
 	uint32_t npool_cfg;
+	struct nic_records rec;
 };
 
 static struct nic_world *world(struct sim *sim)
@@ -99,96 +102,129 @@ struct sim *nic_sim(const struct nic *nic)
 
 /* ---------------------------------------------------------------- telemetry */
 
-static uint64_t *ctr(struct nic *nic, const char *name)
+/* A NIC's counters, one block per NIC (stats_counter_block): the name of each (after "nic.<addr>.") and
+ * where in struct nic its slot pointer goes, built once per process in registration order. */
+struct nic_ctr_table {
+	const char **names;
+	size_t *off;
+	size_t n, cap;
+};
+
+static void tab_add(struct nic_ctr_table *t, size_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void tab_add(struct nic_ctr_table *t, size_t off, const char *fmt, ...)
 {
-	return stats_counter(sim_stats(nic->sim), "nic.%u.%s", nic->addr, name);
+	char buf[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 256;
+		t->names = xrealloc(t->names, t->cap * sizeof(*t->names));
+		t->off = xrealloc(t->off, t->cap * sizeof(*t->off));
+	}
+	t->names[t->n] = xstrdup(buf);
+	t->off[t->n++] = off;
 }
 
-static uint64_t *ctr_pe(struct nic *nic, const char *name, unsigned pe)
+#define C_OFF(field) offsetof(struct nic, c.field)
+
+static const struct nic_ctr_table *ctr_table(void)
 {
-	return stats_counter(sim_stats(nic->sim), "nic.%u.%s_%u", nic->addr, name, pe);
+	static struct nic_ctr_table t;
+	if (t.n)
+		return &t;
+	static const struct {
+		size_t off;
+		const char *name;
+	} per_pe[] = {
+		{ C_OFF(net_match_priority), "C_CNTR_LPE_NET_MATCH_PRIORITY" },
+		{ C_OFF(net_match_overflow), "C_CNTR_LPE_NET_MATCH_OVERFLOW" },
+		{ C_OFF(net_match_request), "C_CNTR_LPE_NET_MATCH_REQUEST" },
+		{ C_OFF(net_match_requests), "C_CNTR_LPE_NET_MATCH_REQUESTS" },
+		{ C_OFF(net_match_success), "C_CNTR_LPE_NET_MATCH_SUCCESS" },
+		{ C_OFF(net_match_useonce), "C_CNTR_LPE_NET_MATCH_USEONCE" },
+		{ C_OFF(append_cmds), "C_CNTR_LPE_APPEND_CMDS" },
+		{ C_OFF(append_success), "C_CNTR_LPE_APPEND_SUCCESS" },
+		{ C_OFF(setstate_cmds), "C_CNTR_LPE_SETSTATE_CMDS" },
+		{ C_OFF(setstate_success), "C_CNTR_LPE_SETSTATE_SUCCESS" },
+		{ C_OFF(rndzv_puts), "C_CNTR_LPE_RNDZV_PUTS" },
+		{ C_OFF(rndzv_puts_offloaded), "C_CNTR_LPE_RNDZV_PUTS_OFFLOADED" },
+		{ C_OFF(num_truncated), "C_CNTR_LPE_NUM_TRUNCATED" },
+	};
+	static const struct {
+		size_t off;
+		const char *name;
+	} one[] = {
+		{ C_OFF(err_no_space_append), "C_CNTR_LPE_ERR_NO_SPACE_APPEND" },
+		{ C_OFF(err_no_space_net), "C_CNTR_LPE_ERR_NO_SPACE_NET" },
+		{ C_OFF(err_pt_disabled_eq_full), "C_CNTR_LPE_ERR_PT_DISABLED_EQ_FULL" },
+		{ C_OFF(err_pt_disabled_req_empty), "C_CNTR_LPE_ERR_PT_DISABLED_REQ_EMPTY" },
+		{ C_OFF(err_pt_disabled_cant_alloc_unexpected), "C_CNTR_LPE_ERR_PT_DISABLED_CANT_ALLOC_UNEXPECTED" },
+		{ C_OFF(err_pt_disabled_no_match_in_overflow), "C_CNTR_LPE_ERR_PT_DISABLED_NO_MATCH_IN_OVERFLOW" },
+		{ C_OFF(err_entry_not_found_eq_full), "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_EQ_FULL" },
+		{ C_OFF(err_entry_not_found_req_empty), "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_REQ_EMPTY" },
+		{ C_OFF(err_entry_not_found_no_match_in_overflow), "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_NO_MATCH_IN_OVERFLOW" },
+		{ C_OFF(err_entry_not_found_cant_alloc_unexpected),
+		  "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_CANT_ALLOC_UNEXPECTED" },
+		{ C_OFF(err_entry_not_found_unlink_failed), "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_UNLINK_FAILED" },
+		{ C_OFF(err_ptlte_sw_managed), "C_CNTR_LPE_ERR_PTLTE_SW_MANAGED" },
+		{ C_OFF(err_search_no_match), "C_CNTR_LPE_ERR_SEARCH_NO_MATCH" },
+		{ C_OFF(err_setstate_no_match), "C_CNTR_LPE_ERR_SETSTATE_NO_MATCH" },
+		{ C_OFF(err_invalid_endpoint), "C_CNTR_LPE_ERR_INVALID_ENDPOINT" },
+		{ C_OFF(unlink_cmds), "C_CNTR_LPE_UNLINK_CMDS" },
+		{ C_OFF(unlink_success), "C_CNTR_LPE_UNLINK_SUCCESS" },
+		{ C_OFF(search_cmds), "C_CNTR_LPE_SEARCH_CMDS" },
+		{ C_OFF(search_success), "C_CNTR_LPE_SEARCH_SUCCESS" },
+		{ C_OFF(search_fail), "C_CNTR_LPE_SEARCH_FAIL" },
+		{ C_OFF(search_delete_cmds), "C_CNTR_LPE_SEARCH_DELETE_CMDS" },
+		{ C_OFF(search_delete_success), "C_CNTR_LPE_SEARCH_DELETE_SUCCESS" },
+		{ C_OFF(search_delete_fail), "C_CNTR_LPE_SEARCH_DELETE_FAIL" },
+		{ C_OFF(put_cmds), "C_CNTR_LPE_PUT_CMDS" },
+		{ C_OFF(rendezvous_put_cmds), "C_CNTR_LPE_RENDEZVOUS_PUT_CMDS" },
+		{ C_OFF(get_cmds), "C_CNTR_LPE_GET_CMDS" },
+		{ C_OFF(events_enqueued), "C_CNTR_EE_EVENTS_ENQUEUED_CNTR_0" },
+		{ C_OFF(events_dropped_ordinary), "C_CNTR_EE_EVENTS_DROPPED_ORDINARY_CNTR_0" },
+		{ C_OFF(events_dropped_fc_sc), "C_CNTR_EE_EVENTS_DROPPED_FC_SC_CNTR_0" },
+		{ C_OFF(pt_disabled_drops), "sim.pt_disabled_drops" },
+		{ C_OFF(vni_not_found), "sim.vni_not_found" },
+		{ C_OFF(ptlte_not_found), "sim.ptlte_not_found" },
+		{ C_OFF(les_searched), "sim.les_searched" },
+		{ C_OFF(le_bounds_errors), "sim.le_bounds_errors" },
+		{ C_OFF(limit_hits), "sim.limit_hits" },
+		{ C_OFF(tx_bytes), "sim.tx_bytes" },
+		{ C_OFF(rx_bytes), "sim.rx_bytes" },
+		{ C_OFF(pkts_tx), "sim.pkts_tx" },
+		{ C_OFF(pkts_rx), "sim.pkts_rx" },
+		{ C_OFF(cmdq_full), "sim.cmdq_full" },
+	};
+	for (size_t k = 0; k < ARRAY_SIZE(per_pe); k++)
+		for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
+			tab_add(&t, per_pe[k].off + pe * sizeof(uint64_t *), "%s_%u", per_pe[k].name, pe);
+	for (size_t k = 0; k < ARRAY_SIZE(one); k++)
+		tab_add(&t, one[k].off, "%s", one[k].name);
+	for (unsigned e = 0; e < C_EVENT_TYPES; e++)
+		if (strcmp(c_event_type_name(e), "UNKNOWN"))
+			tab_add(&t, C_OFF(event_type) + e * sizeof(uint64_t *), "C_CNTR_EE_EVENT_%s_CNTR", c_event_type_name(e));
+	for (unsigned r = 0; r < 7; r++)
+		tab_add(&t, C_OFF(fc_transitions) + r * sizeof(uint64_t *), "sim.nic_state_change.%s", c_sc_reason_name(r));
+	for (unsigned i = 0; i < C_LE_POOLS; i++)
+		tab_add(&t, offsetof(struct nic, pools) + i * sizeof(struct nic_le_pool) + offsetof(struct nic_le_pool, c_fail),
+			"le_pool.%u.alloc_fail", i);
+	return &t;
 }
 
 /* Counters are created the first time a NIC is used (an LNI is allocated), so a scenario with 85,000
- * mostly idle NICs does not carry millions of zero counters. */
+ * mostly idle NICs does not carry millions of zero counters; a used NIC's ~250 counters are one block. */
 void nic_activate(struct nic *nic)
 {
 	if (nic->active)
 		return;
 	nic->active = true;
-	struct nic_counters *c = &nic->c;
-	for (unsigned pe = 0; pe < C_PE_COUNT; pe++) {
-		c->net_match_priority[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_PRIORITY", pe);
-		c->net_match_overflow[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_OVERFLOW", pe);
-		c->net_match_request[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_REQUEST", pe);
-		c->net_match_requests[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_REQUESTS", pe);
-		c->net_match_success[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_SUCCESS", pe);
-		c->net_match_useonce[pe] = ctr_pe(nic, "C_CNTR_LPE_NET_MATCH_USEONCE", pe);
-		c->append_cmds[pe] = ctr_pe(nic, "C_CNTR_LPE_APPEND_CMDS", pe);
-		c->append_success[pe] = ctr_pe(nic, "C_CNTR_LPE_APPEND_SUCCESS", pe);
-		c->setstate_cmds[pe] = ctr_pe(nic, "C_CNTR_LPE_SETSTATE_CMDS", pe);
-		c->setstate_success[pe] = ctr_pe(nic, "C_CNTR_LPE_SETSTATE_SUCCESS", pe);
-		c->rndzv_puts[pe] = ctr_pe(nic, "C_CNTR_LPE_RNDZV_PUTS", pe);
-		c->rndzv_puts_offloaded[pe] = ctr_pe(nic, "C_CNTR_LPE_RNDZV_PUTS_OFFLOADED", pe);
-		c->num_truncated[pe] = ctr_pe(nic, "C_CNTR_LPE_NUM_TRUNCATED", pe);
-	}
-	c->err_no_space_append = ctr(nic, "C_CNTR_LPE_ERR_NO_SPACE_APPEND");
-	c->err_no_space_net = ctr(nic, "C_CNTR_LPE_ERR_NO_SPACE_NET");
-	c->err_pt_disabled_eq_full = ctr(nic, "C_CNTR_LPE_ERR_PT_DISABLED_EQ_FULL");
-	c->err_pt_disabled_req_empty = ctr(nic, "C_CNTR_LPE_ERR_PT_DISABLED_REQ_EMPTY");
-	c->err_pt_disabled_cant_alloc_unexpected = ctr(nic, "C_CNTR_LPE_ERR_PT_DISABLED_CANT_ALLOC_UNEXPECTED");
-	c->err_pt_disabled_no_match_in_overflow = ctr(nic, "C_CNTR_LPE_ERR_PT_DISABLED_NO_MATCH_IN_OVERFLOW");
-	c->err_entry_not_found_eq_full = ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_EQ_FULL");
-	c->err_entry_not_found_req_empty = ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_REQ_EMPTY");
-	c->err_entry_not_found_no_match_in_overflow = ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_NO_MATCH_IN_OVERFLOW");
-	c->err_entry_not_found_cant_alloc_unexpected =
-		ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_CANT_ALLOC_UNEXPECTED");
-	c->err_entry_not_found_unlink_failed = ctr(nic, "C_CNTR_LPE_ERR_ENTRY_NOT_FOUND_UNLINK_FAILED");
-	c->err_ptlte_sw_managed = ctr(nic, "C_CNTR_LPE_ERR_PTLTE_SW_MANAGED");
-	c->err_search_no_match = ctr(nic, "C_CNTR_LPE_ERR_SEARCH_NO_MATCH");
-	c->err_setstate_no_match = ctr(nic, "C_CNTR_LPE_ERR_SETSTATE_NO_MATCH");
-	c->err_invalid_endpoint = ctr(nic, "C_CNTR_LPE_ERR_INVALID_ENDPOINT");
-	c->unlink_cmds = ctr(nic, "C_CNTR_LPE_UNLINK_CMDS");
-	c->unlink_success = ctr(nic, "C_CNTR_LPE_UNLINK_SUCCESS");
-	c->search_cmds = ctr(nic, "C_CNTR_LPE_SEARCH_CMDS");
-	c->search_success = ctr(nic, "C_CNTR_LPE_SEARCH_SUCCESS");
-	c->search_fail = ctr(nic, "C_CNTR_LPE_SEARCH_FAIL");
-	c->search_delete_cmds = ctr(nic, "C_CNTR_LPE_SEARCH_DELETE_CMDS");
-	c->search_delete_success = ctr(nic, "C_CNTR_LPE_SEARCH_DELETE_SUCCESS");
-	c->search_delete_fail = ctr(nic, "C_CNTR_LPE_SEARCH_DELETE_FAIL");
-	c->put_cmds = ctr(nic, "C_CNTR_LPE_PUT_CMDS");
-	c->rendezvous_put_cmds = ctr(nic, "C_CNTR_LPE_RENDEZVOUS_PUT_CMDS");
-	c->get_cmds = ctr(nic, "C_CNTR_LPE_GET_CMDS");
-	c->events_enqueued = ctr(nic, "C_CNTR_EE_EVENTS_ENQUEUED_CNTR_0");
-	c->events_dropped_ordinary = ctr(nic, "C_CNTR_EE_EVENTS_DROPPED_ORDINARY_CNTR_0");
-	c->events_dropped_fc_sc = ctr(nic, "C_CNTR_EE_EVENTS_DROPPED_FC_SC_CNTR_0");
-	for (unsigned t = 0; t < C_EVENT_TYPES; t++) {
-		const char *n = c_event_type_name(t);
-		if (strcmp(n, "UNKNOWN")) {
-			char buf[96];
-			snprintf(buf, sizeof(buf), "C_CNTR_EE_EVENT_%s_CNTR", n);
-			c->event_type[t] = ctr(nic, buf);
-		} else {
-			c->event_type[t] = NULL;
-		}
-	}
-	c->pt_disabled_drops = ctr(nic, "sim.pt_disabled_drops");
-	c->vni_not_found = ctr(nic, "sim.vni_not_found");
-	c->ptlte_not_found = ctr(nic, "sim.ptlte_not_found");
-	c->les_searched = ctr(nic, "sim.les_searched");
-	c->le_bounds_errors = ctr(nic, "sim.le_bounds_errors");
-	c->limit_hits = ctr(nic, "sim.limit_hits");
-	c->tx_bytes = ctr(nic, "sim.tx_bytes");
-	c->rx_bytes = ctr(nic, "sim.rx_bytes");
-	c->pkts_tx = ctr(nic, "sim.pkts_tx");
-	c->pkts_rx = ctr(nic, "sim.pkts_rx");
-	c->cmdq_full = ctr(nic, "sim.cmdq_full");
-	for (unsigned r = 0; r < 7; r++) {
-		char buf[64];
-		snprintf(buf, sizeof(buf), "sim.nic_state_change.%s", c_sc_reason_name(r));
-		c->fc_transitions[r] = ctr(nic, buf);
-	}
-	nic_le_pools_register(nic);
+	const struct nic_ctr_table *t = ctr_table();
+	uint64_t *v = stats_counter_block(sim_stats(nic->sim), t->names, t->n, "nic.%u", nic->addr);
+	for (size_t i = 0; i < t->n; i++)
+		*(uint64_t **)((char *)nic + t->off[i]) = &v[i];
 }
 
 void nic_count_limit(struct nic *nic)
@@ -360,11 +396,7 @@ static void nic_init_one(struct nic_world *w, struct sim *sim, struct nic *nic, 
 	nic->addr = addr;
 	nic->p = &w->p;
 	nic->fabric = fabric_of(sim);
-	pool_init(&nic->le_pool, sizeof(struct nic_le), 256);
-	pool_init(&nic->pkt_pool, sizeof(struct nic_pkt), 64);
-	pool_init(&nic->op_pool, sizeof(struct nic_op), 64);
-	pool_init(&nic->work_pool, sizeof(struct nic_work), 64);
-	pool_init(&nic->evrec_pool, sizeof(struct nic_event) + 32, 64);
+	nic->rec = &w->rec;
 	nic_le_pools_init(nic);
 	/* The default service: unrestricted VNIs, hardware limits, pool 0 on every PE. */
 	struct nic_svc_desc d = { 0 };
@@ -411,11 +443,6 @@ static void nic_free_one(struct nic *nic)
 	free(nic->vni_counts);
 	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
 		free(nic->pe[pe].q);
-	pool_free_all(&nic->le_pool);
-	pool_free_all(&nic->pkt_pool);
-	pool_free_all(&nic->op_pool);
-	pool_free_all(&nic->work_pool);
-	pool_free_all(&nic->evrec_pool);
 	free(nic);
 }
 
@@ -425,6 +452,11 @@ static void world_free(void *p)
 	for (uint32_t i = 0; i < w->n; i++)
 		nic_free_one(w->nics[i]);
 	free(w->nics);
+	pool_free_all(&w->rec.le);
+	pool_free_all(&w->rec.pkt);
+	pool_free_all(&w->rec.op);
+	pool_free_all(&w->rec.work);
+	pool_free_all(&w->rec.evrec);
 	free(w->svcs);
 	free(w->svc_ids);
 	free(w->pool_cfg);
@@ -560,6 +592,11 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 	if (!f)
 		cfg_fail(c, "count", "the nic model needs a 'fabric' section");
 	struct nic_world *w = xcalloc(1, sizeof(*w));
+	pool_init(&w->rec.le, sizeof(struct nic_le), 1024);
+	pool_init(&w->rec.pkt, sizeof(struct nic_pkt), 1024);
+	pool_init(&w->rec.op, sizeof(struct nic_op), 1024);
+	pool_init(&w->rec.work, sizeof(struct nic_work), 1024);
+	pool_init(&w->rec.evrec, sizeof(struct nic_event) + 32, 1024);
 	read_params(w, c);
 	read_pools(w, c);
 	read_services(w, c);
@@ -637,7 +674,7 @@ static uint64_t owned_bytes(struct nic *nic, const struct nic_lni *lni, bool les
 			continue;
 		b += sizeof(*p);
 		for (unsigned l = 0; les && l < 4; l++)
-			b += (uint64_t)p->lists[l].count * nic->le_pool.obj_size;
+			b += (uint64_t)p->lists[l].count * nic->rec->le.obj_size;
 	}
 	for (uint32_t i = 0; i < nic->cts.n; i++) {
 		const struct nic_ct *c = nic->cts.rec[i];
@@ -664,31 +701,31 @@ static uint64_t nic_core_bytes(const struct nic *nic)
 	return b;
 }
 
-static uint64_t nic_records_bytes(const struct nic *nic)
+static uint64_t records_bytes(const struct nic_records *r)
 {
-	return pool_bytes(&nic->le_pool) + pool_bytes(&nic->pkt_pool) + pool_bytes(&nic->op_pool) +
-	       pool_bytes(&nic->work_pool) + pool_bytes(&nic->evrec_pool);
+	return pool_bytes(&r->le) + pool_bytes(&r->pkt) + pool_bytes(&r->op) + pool_bytes(&r->work) +
+	       pool_bytes(&r->evrec);
 }
 
 static void nic_memory(struct sim *sim, struct mem_report *r)
 {
 	struct nic_world *w = world(sim);
-	uint64_t core = sizeof(*w) + (uint64_t)w->n * sizeof(*w->nics), recs = 0, lnis = 0, owned = 0;
-	uint64_t idle = 0, idle_b = 0;
+	uint64_t core = sizeof(*w) + (uint64_t)w->n * sizeof(*w->nics), lnis = 0, owned = 0;
+	uint64_t idle = 0, idle_b = 0, recs = records_bytes(&w->rec);
 	for (uint32_t i = 0; i < w->n; i++) {
 		struct nic *nic = w->nics[i];
-		uint64_t c = nic_core_bytes(nic), q = nic_records_bytes(nic);
+		uint64_t c = nic_core_bytes(nic);
 		core += c;
-		recs += q;
 		if (!nic->active) {
 			idle++;
-			idle_b += c + q;
+			idle_b += c;
 		}
 		lnis += nic->nlnis;
 		owned += (uint64_t)nic->nlnis * sizeof(struct nic_lni) + owned_bytes(nic, NULL, false);
 	}
 	mem_add(r, "nic.core", w->n, core);
-	mem_add(r, "nic.records", w->n, recs);
+	mem_add(r, "nic.records", w->rec.le.allocated + w->rec.pkt.allocated + w->rec.op.allocated +
+					  w->rec.work.allocated + w->rec.evrec.allocated, recs);
 	mem_add(r, "nic.endpoint_state", lnis, owned);
 	mem_unit(r, "nic", w->n, core + recs);
 	mem_unit(r, "idle_nic", idle, idle_b);

@@ -159,6 +159,13 @@ struct nic_pe {
 	bool busy;
 };
 
+/* Per-message records (LEs, packets, transactions, PE work items, events on their way to an EQ) come from
+ * pools shared by every NIC of the simulation: per-NIC pools kept ~70 KB of slabs on each NIC that was ever
+ * used, 6 GB across Aurora's 85,000 client NICs. */
+struct nic_records {
+	struct pool le, pkt, op, work, evrec;
+};
+
 /* Counters (Cassini names where one exists), registered when the NIC is first used. */
 struct nic_counters {
 	uint64_t *net_match_priority[C_PE_COUNT], *net_match_overflow[C_PE_COUNT], *net_match_request[C_PE_COUNT];
@@ -223,7 +230,7 @@ struct nic {
 	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
 	simtime_t dma_read_free;  /* the host-read channel has streamed everything issued before, until then */
 
-	struct pool le_pool, pkt_pool, op_pool, work_pool, evrec_pool;
+	struct nic_records *rec;  /* the simulation's record pools, shared by every NIC */
 	uint64_t rdzv_seq;
 	uint32_t eq_gen;
 };
@@ -323,7 +330,6 @@ void nic_cts_free_lni(struct nic *nic, struct nic_lni *lni);
 bool nic_le_alloc(struct nic *nic, struct nic_pte *pte);
 void nic_le_release(struct nic *nic, struct nic_pte *pte);
 void nic_le_pools_init(struct nic *nic);
-void nic_le_pools_register(struct nic *nic);
 
 /* ptlte.c */
 struct nic_pte *nic_pte_lookup(struct nic *nic, uint32_t ptn);

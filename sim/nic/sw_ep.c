@@ -294,8 +294,7 @@ static uint64_t ep_own_bytes(const struct sw_ep *ep)
 {
 	uint64_t b = sizeof(*ep) + ep->priv_size + (uint64_t)ep->free_ids_cap * sizeof(*ep->free_ids);
 	b += (uint64_t)ep->ux_map_cap * sizeof(*ep->ux_map) + (uint64_t)ep->closed_cap * sizeof(*ep->closed);
-	if (ep->rdzv_reqs)
-		b += SW_RDZV_IDS * (sizeof(*ep->rdzv_reqs) + sizeof(*ep->rdzv_free));
+	b += (uint64_t)ep->rdzv_cap * (sizeof(*ep->rdzv_reqs) + sizeof(*ep->rdzv_free));
 	for (const struct sw_buf *x = ep->oflow; x; x = x->next)
 		b += sizeof(*x);
 	for (const struct sw_buf *x = ep->reqbuf; x; x = x->next)
@@ -539,18 +538,17 @@ static int ep_pte(struct sw_ep *ep, uint32_t eqn, struct nic_pte_opts o, const u
 	return 0;
 }
 
+/* Per-endpoint counters: one block per endpoint ("nic.<n>.ep.<pid>.<name>"). */
 static void ep_counters(struct sw_ep *ep)
 {
-	struct stats *s = sim_stats(ep->sim);
-	uint32_t n = nic_addr(ep->nic);
-	ep->c_rnr_nacks = stats_counter(s, "nic.%u.ep.%u.total_rnr_nacks", n, ep->pid);
-	ep->c_retries = stats_counter(s, "nic.%u.ep.%u.total_retries", n, ep->pid);
-	ep->c_fc = stats_counter(s, "nic.%u.ep.%u.fc_transitions", n, ep->pid);
-	ep->c_sw_trans = stats_counter(s, "nic.%u.ep.%u.sw_transitions", n, ep->pid);
-	ep->c_hazards = stats_counter(s, "nic.%u.ep.%u.mr_hazards", n, ep->pid);
-	ep->c_onloaded = stats_counter(s, "nic.%u.ep.%u.onloaded", n, ep->pid);
-	ep->c_notify = stats_counter(s, "nic.%u.ep.%u.fc_notify_sent", n, ep->pid);
-	ep->c_resume = stats_counter(s, "nic.%u.ep.%u.fc_resume_sent", n, ep->pid);
+	static const char *const names[] = { "total_rnr_nacks", "total_retries", "fc_transitions", "sw_transitions",
+					     "mr_hazards", "onloaded", "fc_notify_sent", "fc_resume_sent" };
+	uint64_t *v = stats_counter_block(sim_stats(ep->sim), names, ARRAY_SIZE(names), "nic.%u.ep.%u",
+					  nic_addr(ep->nic), ep->pid);
+	uint64_t **slot[] = { &ep->c_rnr_nacks, &ep->c_retries, &ep->c_fc,      &ep->c_sw_trans,
+			      &ep->c_hazards,   &ep->c_onloaded, &ep->c_notify, &ep->c_resume };
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		*slot[i] = &v[i];
 }
 
 static void ep_unlist(struct sw_ep *ep)

@@ -279,9 +279,9 @@ struct sw_ep {
 	struct sw_req_list rma_queue; /* RMA operations in flight */
 	struct sw_fc_peer *fc_peers;
 	uint32_t tx_outstanding;
-	struct sw_req **rdzv_reqs;
-	uint32_t *rdzv_free;
-	uint32_t rdzv_nfree;
+	struct sw_req **rdzv_reqs;   /* by rendezvous id, for ids below rdzv_next */
+	uint32_t *rdzv_free;          /* released ids, reused last-freed first */
+	uint32_t rdzv_nfree, rdzv_next, rdzv_cap;
 	struct sw_obj rdzv_src_obj;
 	struct sw_obj ctrl_le_obj;
 	struct sw_ctrl_msg *ctrl_msgs;

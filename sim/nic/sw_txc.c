@@ -17,11 +17,24 @@
 
 /* ---------------------------------------------------------------- rendezvous ids */
 
+/* Ids are handed out lowest first and reused last-freed first (a stack that starts as 0, 1, 2, ...), so
+ * only ids ever used take memory: the table grows with the most rendezvous sends ever outstanding, which
+ * for most endpoints is none. */
 static int rdzv_id_alloc(struct sw_ep *ep, struct sw_req *r)
 {
-	if (!ep->rdzv_nfree)
-		return -1;
-	uint32_t id = ep->rdzv_free[--ep->rdzv_nfree];
+	uint32_t id;
+	if (ep->rdzv_nfree) {
+		id = ep->rdzv_free[--ep->rdzv_nfree];
+	} else {
+		if (ep->rdzv_next == SW_RDZV_IDS)
+			return -1;
+		id = ep->rdzv_next++;
+		if (id == ep->rdzv_cap) {
+			ep->rdzv_cap = ep->rdzv_cap ? 2 * ep->rdzv_cap : 16;
+			ep->rdzv_reqs = xrealloc(ep->rdzv_reqs, ep->rdzv_cap * sizeof(*ep->rdzv_reqs));
+			ep->rdzv_free = xrealloc(ep->rdzv_free, ep->rdzv_cap * sizeof(*ep->rdzv_free));
+		}
+	}
 	ep->rdzv_reqs[id] = r;
 	r->rdzv_id = id;
 	return 0;
@@ -35,11 +48,6 @@ static void rdzv_id_free(struct sw_ep *ep, struct sw_req *r)
 
 int sw_txc_init(struct sw_ep *ep)
 {
-	ep->rdzv_reqs = xcalloc(SW_RDZV_IDS, sizeof(*ep->rdzv_reqs));
-	ep->rdzv_free = xcalloc(SW_RDZV_IDS, sizeof(*ep->rdzv_free));
-	for (uint32_t i = 0; i < SW_RDZV_IDS; i++)
-		ep->rdzv_free[i] = SW_RDZV_IDS - 1 - i;
-	ep->rdzv_nfree = SW_RDZV_IDS;
 	if (ep->attr.proto == SW_PROTO_CXI_RNR)
 		return 0;
 	/* Rendezvous source: one LE exposing the whole address space for Gets, events to the TX EQ. */
@@ -342,7 +350,7 @@ static void send_ack(struct sw_ep *ep, struct sw_req *r, const struct nic_event 
 static void rdzv_src_get(struct sw_ep *ep, const struct nic_event *ev)
 {
 	uint32_t id = (uint32_t)(((ev->match_bits >> SW_MB_RDZV_SHIFT) << 8) | ev->rendezvous_id);
-	if (!(ev->match_bits & SW_MB_RDZV) || id >= SW_RDZV_IDS || !ep->rdzv_reqs[id])
+	if (!(ev->match_bits & SW_MB_RDZV) || id >= ep->rdzv_next || !ep->rdzv_reqs[id])
 		return;
 	struct sw_req *r = ep->rdzv_reqs[id];
 	if (ev->rc != C_RC_OK)
@@ -603,7 +611,7 @@ static void free_reqs(struct sw_ep *ep, struct sw_req_list *l)
 void sw_txc_fini(struct sw_ep *ep)
 {
 	/* A rendezvous send whose ACK came back waits for the target's Get on no list: its id names it. */
-	for (uint32_t id = 0; id < SW_RDZV_IDS; id++) {
+	for (uint32_t id = 0; id < ep->rdzv_next; id++) {
 		struct sw_req *r = ep->rdzv_reqs[id];
 		if (r && !r->on) {
 			ep->rdzv_reqs[id] = NULL;

@@ -225,3 +225,78 @@ Test(stats, slots_survive_growth)
 	json_object_put(o);
 	stats_destroy(st);
 }
+
+/* Counter blocks are n counters in every respect: the same names and values registered one by one or as
+ * blocks give the same JSON and CSV, byte for byte (per-entity members summarised by family with the
+ * right members, min, max and max_at; members without a number written by name; zeros written nowhere). */
+Test(stats, blocks_dump_as_plain_counters)
+{
+	static const char *const names[] = { "a", "b.7.c", "C_CNTR_X_0", "le_pool.12.used", "zero" };
+	static const char *const flat[] = { "rate", "total" };
+	char *out[2][2];
+	for (int pass = 0; pass < 2; pass++) {
+		struct stats *st = stats_create();
+		for (int nic = 0; nic < 300; nic++) {
+			uint64_t v[5] = { (uint64_t)(nic % 7), (uint64_t)(nic == 123 ? 99 : nic % 3), (uint64_t)nic,
+					  nic % 2 ? 5u : 0u, 0 };
+			if (pass) {
+				uint64_t *b = stats_counter_block(st, names, 5, "nic.%d", nic);
+				memcpy(b, v, sizeof(v));
+			} else {
+				for (int i = 0; i < 5; i++)
+					*stats_counter(st, "nic.%d.%s", nic, names[i]) = v[i];
+			}
+		}
+		/* A block whose members have no number anywhere: written one by one. */
+		if (pass) {
+			uint64_t *b = stats_counter_block(st, flat, 2, "workload.x");
+			b[0] = 3;
+			b[1] = 0;
+		} else {
+			*stats_counter(st, "workload.x.rate") = 3;
+			*stats_counter(st, "workload.x.total") = 0;
+		}
+		*stats_counter(st, "plain") = 1;
+		out[pass][0] = dump(st, 1);
+		out[pass][1] = dump(st, 0);
+		stats_destroy(st);
+	}
+	cr_assert_str_eq(out[0][0], out[1][0]);
+	cr_assert_str_eq(out[0][1], out[1][1]);
+	struct json_object *o = json_tokener_parse(out[1][0]);
+	cr_assert_eq(num(o, "counters_registered"), 300 * 5 + 2 + 1);
+	cr_assert_eq(num(o, "counter_families/nic.*.b.*.c/max"), 99);
+	cr_assert_str_eq(json_object_get_string(get(o, "counter_families/nic.*.b.*.c/max_at")), "nic.123.b.7.c");
+	cr_assert_eq(num(o, "counters/workload.x.rate"), 3);
+	cr_assert_null(get(o, "counter_families/nic.*.zero"));
+	json_object_put(o);
+	for (int p = 0; p < 2; p++)
+		for (int k = 0; k < 2; k++)
+			free(out[p][k]);
+}
+
+/* A member's full name finds its slot, through stats_find_counter and stats_counter alike (which creates
+ * nothing then), whatever dots the member name holds; registering a block again returns the same slots. */
+Test(stats, block_members_are_found_by_name)
+{
+	static const char *const names[] = { "sim.les_searched", "le_pool.3.alloc_fail", "x" };
+	struct stats *st = stats_create();
+	uint64_t *b7 = stats_counter_block(st, names, 3, "nic.%u", 7u);
+	uint64_t *b8 = stats_counter_block(st, names, 3, "nic.%u", 8u);
+	cr_assert_neq(b7, b8);
+	cr_assert_eq(stats_counter_block(st, names, 3, "nic.7"), b7);
+	cr_assert_eq(stats_find_counter(st, "nic.7.sim.les_searched"), &b7[0]);
+	cr_assert_eq(stats_find_counter(st, "nic.8.le_pool.3.alloc_fail"), &b8[1]);
+	cr_assert_eq(stats_counter(st, "nic.%u.%s", 8u, "x"), &b8[2]);
+	cr_assert_null(stats_find_counter(st, "nic.9.x"));
+	cr_assert_null(stats_find_counter(st, "nic.7.y"));
+	cr_assert_null(stats_find_counter(st, "nic.7"));
+	cr_assert_eq(stats_size(st), 6);
+	*stats_counter(st, "nic.7.y") = 1; /* not a member: a counter of its own */
+	cr_assert_eq(stats_size(st), 7);
+	struct json_object *o = dump_json(st);
+	cr_assert_eq(num(o, "counters_registered"), 7);
+	cr_assert_eq(num(o, "counters_zero"), 6);
+	json_object_put(o);
+	stats_destroy(st);
+}
