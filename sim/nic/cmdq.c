@@ -11,9 +11,10 @@
 int nic_rsrc_get(struct nic_lni *lni, enum nic_rsrc r);
 void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r);
 
+/* A command in the ring: the work item it becomes, built at emit (the command copied in), so a fetch only
+ * hands it on; NULL for a NOOP. */
 struct cmdrec {
-	struct nic_cmd cmd;
-	uint8_t *idc;
+	struct nic_work *w;
 	uint32_t nslots;
 };
 
@@ -54,10 +55,11 @@ int nic_cmdq_alloc(struct nic_lni *lni, const struct nic_cmdq_attr *a, struct ni
 	q->live = true;
 	q->slots = a->slots;
 	q->eqn = a->eqn;
-	/* The record ring grows on demand up to `slots` (as EQ rings do): endpoints size their queues for the
-	 * worst case, and 53,248 client endpoints with full-size rings would need ~30 GB. */
-	q->cap = a->slots < 4 ? a->slots : 4;
-	q->ring = xcalloc(q->cap, sizeof(*q->ring));
+	/* The record ring is allocated at the first command and grows on demand up to `slots` (as EQ rings
+	 * do): endpoints size their queues for the worst case, and 53,248 client endpoints with full-size
+	 * rings would need ~30 GB. */
+	q->cap = 0;
+	q->ring = NULL;
 	if (a->eqn != NIC_NONE)
 		nic_eq_lookup(nic, a->eqn)->refs++;
 	if (a->target)
@@ -71,10 +73,18 @@ int nic_cmdq_alloc(struct nic_lni *lni, const struct nic_cmdq_attr *a, struct ni
 	return 0;
 }
 
-static void cmdq_destroy(struct nic_cmdq *q)
+static void work_drop(struct nic *nic, struct nic_work *w)
+{
+	if (!w)
+		return;
+	nic_payload_free(w->idc);
+	pool_put(&nic->rec->work, w);
+}
+
+static void cmdq_destroy(struct nic *nic, struct nic_cmdq *q)
 {
 	for (uint32_t i = 0; i < q->n; i++)
-		nic_payload_free(q->ring[(q->head + i) % q->cap].idc);
+		work_drop(nic, q->ring[(q->head + i) % q->cap].w);
 	free(q->ring);
 	free(q);
 }
@@ -111,7 +121,7 @@ void nic_cmdq_free(struct nic_cmdq *q)
 		q->next_of_nic = nic->cmdq_zombies;
 		nic->cmdq_zombies = q;
 	} else {
-		cmdq_destroy(q);
+		cmdq_destroy(nic, q);
 	}
 }
 
@@ -121,7 +131,7 @@ void nic_cmdq_zombies_free(struct nic *nic)
 	while (nic->cmdq_zombies) {
 		struct nic_cmdq *q = nic->cmdq_zombies;
 		nic->cmdq_zombies = q->next_of_nic;
-		cmdq_destroy(q);
+		cmdq_destroy(nic, q);
 	}
 }
 
@@ -191,16 +201,21 @@ static int cmd_validate(const struct nic_cmdq *q, const struct nic_cmd *c, uint3
 	return 0;
 }
 
-static void cmdq_grow(struct nic_cmdq *q)
+static void cmdq_resize(struct nic_cmdq *q, uint32_t ncap)
 {
-	uint32_t ncap = q->cap * 2 > q->slots ? q->slots : q->cap * 2;
-	struct cmdrec *nr = xcalloc(ncap, sizeof(*nr));
+	struct cmdrec *nr = ncap ? xcalloc(ncap, sizeof(*nr)) : NULL;
 	for (uint32_t i = 0; i < q->n; i++)
 		nr[i] = q->ring[(q->head + i) % q->cap];
 	free(q->ring);
 	q->ring = nr;
 	q->cap = ncap;
 	q->head = 0;
+}
+
+static void cmdq_grow(struct nic_cmdq *q)
+{
+	uint32_t ncap = q->cap ? q->cap * 2 : 4;
+	cmdq_resize(q, ncap > q->slots ? q->slots : ncap);
 }
 
 int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
@@ -220,14 +235,24 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 		return -ENOSPC;
 	}
 	struct cmdrec *r = &q->ring[(q->head + q->n) % q->cap];
-	r->cmd = *c;
 	r->nslots = need;
-	r->idc = NULL;
-	if (c->op == NIC_CMD_IDC_PUT && c->dma.idc_data && c->dma.length) {
-		r->idc = nic_payload_alloc(c->dma.length);
-		memcpy(r->idc, c->dma.idc_data, c->dma.length);
+	r->w = NULL;
+	if (c->op != NIC_CMD_NOOP) {
+		struct nic *nic = q->lni->nic;
+		struct nic_work *w = pool_get(&nic->rec->work);
+		memset(w, 0, sizeof(*w));
+		w->nic = nic;
+		w->lni = q->lni;
+		w->q_eqn = q->eqn;
+		w->cmd = *c;
+		w->cmd.dma.idc_data = NULL;
+		if (c->op == NIC_CMD_IDC_PUT && c->dma.idc_data && c->dma.length) {
+			w->idc = nic_payload_alloc(c->dma.length);
+			memcpy(w->idc, c->dma.idc_data, c->dma.length);
+		}
+		w->kind = q->target ? WORK_TGT_CMD : 0;
+		r->w = w;
 	}
-	r->cmd.dma.idc_data = NULL;
 	q->n++;
 	q->used += need;
 	return 0;
@@ -247,7 +272,7 @@ static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 				break;
 			}
 		}
-		cmdq_destroy(q);
+		cmdq_destroy(nic, q);
 		return;
 	}
 	while (q->rung) {
@@ -256,23 +281,17 @@ static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 		q->n--;
 		q->rung--;
 		q->used -= r->nslots;
-		if (r->cmd.op == NIC_CMD_NOOP)
+		struct nic_work *w = r->w;
+		if (!w)
 			continue;
-		struct nic_work *w = pool_get(&nic->rec->work);
-		memset(w, 0, sizeof(*w));
-		w->nic = nic;
-		w->lni = q->lni;
-		w->q_eqn = q->eqn;
-		w->cmd = r->cmd;
-		w->idc = r->idc;
-		r->idc = NULL;
-		if (q->target) {
-			w->kind = WORK_TGT_CMD;
-			nic_pe_submit(nic, r->cmd.tgt.ptn % C_PE_COUNT, w);
-		} else {
+		if (q->target)
+			nic_pe_submit(nic, w->cmd.tgt.ptn % C_PE_COUNT, w);
+		else
 			nic_tx_submit(nic, w);
-		}
 	}
+	/* A burst (a server posting its initial receives) grew the ring: give it back once drained. */
+	if (!q->n && q->cap > 64)
+		cmdq_resize(q, 0);
 }
 
 void nic_cmdq_ring(struct nic_cmdq *q)

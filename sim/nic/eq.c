@@ -47,10 +47,11 @@ int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn
 	q->thresh_pct = a->status_thresh_pct;
 	q->notify = a->notify;
 	q->notify_ctx = a->notify_ctx;
-	/* The ring grows on demand up to `slots`: endpoints size EQs generously (131,072 events by default)
-	 * but rarely hold more than a handful unacked (a million idle client EQs at 64 slots were 3 GB). */
-	q->ring_cap = a->slots < 8 ? a->slots : 8;
-	q->ring = xcalloc(q->ring_cap, sizeof(struct nic_event));
+	/* The ring is allocated at the first event and grows on demand up to `slots`: endpoints size EQs
+	 * generously (131,072 events by default) but rarely hold more than a handful unacked, and many never
+	 * see an event (a million client endpoints' EQs at 64 slots were 13 GB). */
+	q->ring_cap = 0;
+	q->ring = NULL;
 	*eqn = i;
 	return 0;
 }
@@ -155,7 +156,9 @@ bool nic_eq_has_room(struct nic *nic, uint32_t eqn)
 
 static void eq_grow(struct nic_eq *q)
 {
-	uint32_t ncap = q->ring_cap * 2 > q->slots ? q->slots : q->ring_cap * 2;
+	uint32_t ncap = q->ring_cap ? q->ring_cap * 2 : 4;
+	if (ncap > q->slots)
+		ncap = q->slots;
 	struct nic_event *nr = xcalloc(ncap, sizeof(*nr));
 	for (uint64_t i = q->ack; i < q->wr; i++)
 		nr[i % ncap] = q->ring[i % q->ring_cap];

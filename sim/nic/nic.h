@@ -381,6 +381,11 @@ typedef void (*nic_access_fn)(void *ctx, uint32_t ptn, uint64_t le_user_ptr, uin
 			      bool write);
 int nic_pte_set_access_hook(struct nic *nic, uint32_t ptn, nic_access_fn fn, void *ctx);
 
+/* Payload bytes carried with a command or packet (size-class free lists: no malloc per message once
+ * warm); also what the provider layer keeps an inject send's data in.  nic_payload_free(NULL) is a no-op. */
+uint8_t *nic_payload_alloc(uint32_t len);
+void nic_payload_free(uint8_t *p);
+
 /* Memory accounting: bytes an LNI owns on its NIC (EQs and rings, PtlTEs and the LEs on their lists, CTs,
  * command queues, the LNI record). */
 uint64_t nic_lni_bytes(const struct nic_lni *lni);

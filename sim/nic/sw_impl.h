@@ -159,8 +159,7 @@ struct sw_req {
 	uint32_t retries;
 	simtime_t max_rnr_time, retry_time;
 	sim_timer rnr_timer;
-	bool inject_valid;
-	uint8_t inject[C_MAX_IDC_PAYLOAD_UNR];
+	uint8_t *inject;          /* IDC sends with real data: a copy of it (nic_payload_alloc), for replays */
 };
 
 enum { SW_SEND_IDC = 1, SW_SEND_EAGER, SW_SEND_RDZV };

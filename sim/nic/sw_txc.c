@@ -82,7 +82,7 @@ static int emit_put(struct sw_ep *ep, struct sw_req *r)
 	switch (r->proto) {
 	case SW_SEND_IDC:
 		c.op = NIC_CMD_IDC_PUT;
-		c.dma.idc_data = r->inject_valid ? r->inject : NULL;
+		c.dma.idc_data = r->inject;
 		break;
 	case SW_SEND_EAGER: c.op = NIC_CMD_PUT; break;
 	case SW_SEND_RDZV:
@@ -403,11 +403,14 @@ int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_dat
 	}
 	if (r->proto == SW_SEND_IDC && len) {
 		/* Inline data travels in the command: keep a copy so a replay can resend it. */
-		if (inject_data) {
-			memcpy(r->inject, inject_data, len);
-			r->inject_valid = true;
-		} else if (ep->attr.mem && ep->attr.mem->read(ep->attr.mem_ctx, buf, r->inject, len) == 0) {
-			r->inject_valid = true;
+		if (inject_data || ep->attr.mem) {
+			r->inject = nic_payload_alloc((uint32_t)len);
+			if (inject_data) {
+				memcpy(r->inject, inject_data, len);
+			} else if (ep->attr.mem->read(ep->attr.mem_ctx, buf, r->inject, len)) {
+				nic_payload_free(r->inject);
+				r->inject = NULL;
+			}
 		}
 	}
 	if (r->proto == SW_SEND_RDZV && rdzv_id_alloc(ep, r)) {
