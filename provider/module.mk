@@ -26,10 +26,11 @@ $(BUILD)/obj/pic/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
-# The provider links only libfabric (the system one loads it) and never the engine.
+# The provider links only libfabric (the system one loads it) and never the engine.  -z nodelete: libfabric
+# dlcloses providers in its destructor while other threads of an exiting process may still be inside ours.
 $(PROV_LIB): $(PROV_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -o $@ $^ -lfabric -lpthread -ldl
+	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ -lfabric -lpthread -ldl
 
 $(DAEMON): $(DAEMON_OBJS) $(SIM_OBJS)
 	@mkdir -p $(@D)

@@ -226,3 +226,22 @@ def test_shutdown_only_by_the_owner(tmp_path):
         assert d.proc.returncode == 0
     finally:
         d.stop()
+
+
+def test_exit_while_threads_are_inside_the_provider():
+    """exit() from the main thread while three threads poll the CQ and two block in fi_cq_sread(-1) (as
+    Mercury's kill test does): libfabric's destructor cleans the provider up under them.  Every run ends
+    with status 0 and no signal, and the daemon goes on serving the next program.  The provider is linked
+    -z nodelete, so libfabric's dlclose at exit never unmaps code a thread is running."""
+    from provider_helpers import BUILD_DIR
+    lib = os.path.join(BUILD_DIR, "provider", "libcxisim-fi.so")
+    dyn = subprocess.run(["readelf", "-d", lib], capture_output=True, text=True).stdout
+    assert "NODELETE" in dyn, "libcxisim-fi.so must be linked with -z nodelete"
+    p = prog("prov_exit_polling")
+    script = f'for i in 1 2 3 4 5; do {p}; echo "rc=$?"; done; {prog("prov_errors")}; echo "rc=$?"'
+    r = cxisim_exec(["bash", "-c", script], timeout=180)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert out.count("rc=0") == 6, out
+    assert out.count("PASSED prov_exit_polling") == 5, out
+    assert "PASSED prov_errors" in out, out
