@@ -245,3 +245,27 @@ def test_exit_while_threads_are_inside_the_provider():
     assert out.count("rc=0") == 6, out
     assert out.count("PASSED prov_exit_polling") == 5, out
     assert "PASSED prov_errors" in out, out
+
+
+def test_several_processes_on_one_node(tmp_path):
+    """A server and three clients on one simulated node (--set nodes=1: every process shares the node's
+    NICs, so each NIC holds the PtlTEs of four endpoints and its tables grow while LEs point at them),
+    ping-pong from all clients at once across eager and rendezvous sizes; then Open MPI with 4 ranks on
+    the one node.  The daemon stays up (no client death, no internal error) and every byte is checked."""
+    from test_provider_mpi import MPIRUN
+    out = tmp_path / "out"
+    script = (f'{prog("prov_fanin")} && '
+              f'{" ".join(MPIRUN)} -np 4 {prog("mpi_checks")}')
+    r = cxisim_exec(["bash", "-c", script], sets={"nodes": 1}, timeout=300, out=out)
+    text = r.stdout + r.stderr
+    assert r.returncode == 0, text
+    assert "PASSED prov_fanin" in text, text
+    assert "PASSED mpi_checks on 4 ranks" in text, text
+    import json
+    from cxisim.counters import counters
+    with open(out / "metrics.json") as f:
+        st = counters(json.load(f))
+    assert st["emulation.attaches"] == 8, st["emulation.attaches"]  # 4 fan-in processes + 4 ranks
+    # The three forked clients end with _exit() (no libfabric cleanup, so no DETACH): the daemon counts
+    # them as deaths and cleans up after them.  Nothing else may die.
+    assert st["emulation.client_deaths"] == 3, st["emulation.client_deaths"]
