@@ -433,8 +433,10 @@ out:
 }
 
 /* The connection of a process whose provider was cleaned up: kept (never freed) so threads still inside
- * the provider find a dead connection, and reachable for leak checkers. */
+ * the provider find a dead connection.  Leak checkers are told it is kept on purpose (the weak symbol is
+ * LeakSanitizer's, present only in sanitized processes). */
 static struct cxip_dev *finished_dev;
+extern void __lsan_ignore_object(const void *p) __attribute__((weak));
 
 /* libfabric's cleanup, run by its destructor when the process exits -- possibly while other threads are
  * still inside the provider (a Mercury server calls exit() from one thread while others poll or block on
@@ -458,6 +460,8 @@ void cxip_dev_fini(void)
 	atomic_store(&dev->dead, 1);
 	wake_waiters(dev);
 	finished_dev = dev;
+	if (__lsan_ignore_object)
+		__lsan_ignore_object(dev);
 }
 
 /* ---- thread slots (per-thread state for the virtual-time mode) ---- */
