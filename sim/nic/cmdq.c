@@ -20,7 +20,9 @@ struct cmdrec {
 
 struct nic_cmdq {
 	struct nic_lni *lni;
-	bool target, live, fetch_pending;
+	bool target, live, fetch_pending, space_wanted;
+	void (*on_space)(void *ctx, struct nic_cmdq *q);
+	void *space_ctx;
 	uint32_t slots, used;
 	uint32_t eqn;
 	struct cmdrec *ring;
@@ -55,6 +57,8 @@ int nic_cmdq_alloc(struct nic_lni *lni, const struct nic_cmdq_attr *a, struct ni
 	q->live = true;
 	q->slots = a->slots;
 	q->eqn = a->eqn;
+	q->on_space = a->on_space;
+	q->space_ctx = a->space_ctx;
 	/* The record ring is allocated at the first command and grows on demand up to `slots` (as EQ rings
 	 * do): endpoints size their queues for the worst case, and 53,248 client endpoints with full-size
 	 * rings would need ~30 GB. */
@@ -232,6 +236,7 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 		struct nic *nic = q->lni->nic;
 		(*nic->c.cmdq_full)++;
 		nic_count_limit(nic);
+		q->space_wanted = true;
 		return -ENOSPC;
 	}
 	struct cmdrec *r = &q->ring[(q->head + q->n) % q->cap];
@@ -292,6 +297,10 @@ static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 	/* A burst (a server posting its initial receives) grew the ring: give it back once drained. */
 	if (!q->n && q->cap > 64)
 		cmdq_resize(q, 0);
+	if (q->space_wanted && q->on_space) {
+		q->space_wanted = false;
+		q->on_space(q->space_ctx, q);
+	}
 }
 
 void nic_cmdq_ring(struct nic_cmdq *q)
