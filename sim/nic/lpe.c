@@ -42,23 +42,6 @@ void nic_pe_submit(struct nic *nic, unsigned pe_idx, struct nic_work *w)
 
 /* ---------------------------------------------------------------- helpers */
 
-static bool le_matches(const struct nic_le *le, uint64_t match_bits, uint32_t initiator)
-{
-	if ((le->match_bits ^ match_bits) & ~le->ignore_bits)
-		return false;
-	if (le->match_id == C_MATCH_ID_ANY)
-		return true;
-	if (C_MATCH_ID_PID(le->match_id) == C_PID_ANY)
-		return C_MATCH_ID_NIC(le->match_id) == C_MATCH_ID_NIC(initiator);
-	if (C_MATCH_ID_NIC(le->match_id) == (1u << C_NIC_BITS) - 1)
-		return C_MATCH_ID_PID(le->match_id) == C_MATCH_ID_PID(initiator);
-	return le->match_id == initiator;
-}
-
-static uint64_t le_space(const struct nic_le *le)
-{
-	return le->length > le->offset ? le->length - le->offset : 0;
-}
 
 void nic_post_target_event(struct nic *nic, struct nic_pte *pte, struct nic_event *ev, simtime_t delay)
 {
@@ -161,7 +144,7 @@ static bool le_retire(const struct nic_le *le)
 {
 	if (le->flags & C_LE_USE_ONCE)
 		return true;
-	return (le->flags & C_LE_MANAGE_LOCAL) && le_space(le) < le->min_free;
+	return (le->flags & C_LE_MANAGE_LOCAL) && nic_le_space(le) < le->min_free;
 }
 
 static void post_auto_unlink(struct nic *nic, struct nic_pte *pte, const struct nic_le *le, simtime_t delay)
@@ -282,16 +265,24 @@ static void le_bounds_fail(struct nic *nic, struct nic_pte *pte, struct nic_le *
 
 /* ---------------------------------------------------------------- network Put */
 
+/* The first LE of the list that takes the request, and (*walked) the LEs the walk visits to find it: the
+ * index's answer for long lists (le_index.c), the same as the walk's. */
 static struct nic_le *search_list(struct nic_le_list *l, uint64_t match_bits, uint32_t initiator, uint32_t op_flag,
 				  uint64_t need, uint64_t *walked)
 {
+	struct nic_le *found;
+	uint64_t n;
+	if (nic_le_index_search(l, match_bits, initiator, op_flag, need, &found, &n)) {
+		*walked += n;
+		return found;
+	}
 	for (struct nic_le *le = l->head; le; le = le->next) {
 		(*walked)++;
 		if (!(le->flags & op_flag))
 			continue;
-		if (!le_matches(le, match_bits, initiator))
+		if (!nic_le_matches(le, match_bits, initiator))
 			continue;
-		if ((le->flags & C_LE_NO_TRUNCATE) && le_space(le) < need)
+		if ((le->flags & C_LE_NO_TRUNCATE) && nic_le_space(le) < need)
 			continue;
 		return le;
 	}
@@ -451,7 +442,6 @@ static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_
 	ule->start = ob->start + ob->offset;
 	ule->buffer_id = ob->buffer_id;
 	ule->user_ptr = ob->user_ptr;
-	ule->seq = pte->le_seq++;
 	bool retired; /* the overflow buffer holds the eager part only */
 	deliver_put(nic, pte, ob, hdr, p->payload, C_EVENT_PUT, cost, true, &retired);
 	nic_le_list_append(&pte->lists[C_PTL_LIST_UNEXPECTED], ule);
@@ -584,8 +574,8 @@ static bool append_match_unexpected(struct nic *nic, struct nic_pte *pte, struct
 		*cost += nic->p->match_per_le;
 		(*nic->c.les_searched)++;
 		struct nic_le *next = u->next;
-		if (le_matches(le, u->match_bits, u->initiator) &&
-		    (!(le->flags & C_LE_NO_TRUNCATE) || le_space(le) >= u->rlength)) {
+		if (nic_le_matches(le, u->match_bits, u->initiator) &&
+		    (!(le->flags & C_LE_NO_TRUNCATE) || nic_le_space(le) >= u->rlength)) {
 			bool retired;
 			deliver_put(nic, pte, le, u, NULL, C_EVENT_PUT_OVERFLOW, *cost, false, &retired);
 			nic_le_list_remove(ux, u);
@@ -641,7 +631,6 @@ static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct n
 	}
 	struct nic_le *le = pool_get(&nic->rec->le);
 	*le = tmp;
-	le->seq = pte->le_seq++;
 	nic_le_list_append(&pte->lists[c->list], le);
 	(*nic->c.append_success[pte->pe])++;
 	if (!(c->le_flags & C_LE_EVENT_LINK_DISABLE)) {
@@ -706,7 +695,7 @@ static simtime_t tgt_search(struct nic *nic, struct nic_pte *pte, const struct n
 		struct nic_le *next = le->next;
 		cost += nic->p->match_per_le;
 		uint32_t init = le->ule ? le->initiator : C_MATCH_ID_ANY;
-		bool m = le->ule ? le_matches(&tmpl, le->match_bits, init)
+		bool m = le->ule ? nic_le_matches(&tmpl, le->match_bits, init)
 				 : !((le->match_bits ^ c->match_bits) & ~c->ignore_bits);
 		if (m) {
 			found++;

@@ -237,6 +237,8 @@ struct nic_pte_status {
 	uint32_t drop_count;
 	uint32_t ule_count;         /* headers on the UNEXPECTED list */
 	uint32_t le_count[4];       /* LEs on each list (UNEXPECTED counts header entries) */
+	uint8_t le_indexed;         /* simulator aid, no modelled effect: bit l set while list l is matched
+				     * through an index (le_index.c) rather than walked */
 };
 
 int nic_pte_alloc(struct nic_lni *lni, uint32_t eqn, const struct nic_pte_opts *opts, uint32_t *ptn);

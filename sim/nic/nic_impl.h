@@ -45,24 +45,59 @@ struct nic_le {
 	uint16_t buffer_id;
 	uint32_t min_free;
 	struct nic_pte *pte;
-	uint32_t ctn;
 	uint64_t start;
 	uint64_t user_ptr;
 	simtime_t busy_until;    /* events of requests that used it are written until then */
+	uint32_t ctn;
+	/* The list's index (le_index.c), while it has one: position, and the LEs of its hash bucket. */
+	uint32_t pos;
+	struct nic_le *ix_next, *ix_prev;
 	/* Unexpected header (ule == true). */
+	uint64_t header_data, remote_offset;
 	uint32_t initiator;
 	uint32_t rlength, mlength;   /* requested bytes, eager bytes stored in the overflow buffer */
-	uint64_t header_data, remote_offset;
 	uint16_t vni;
 	uint8_t rendezvous_id;
 	bool rendezvous;
-	uint64_t seq;
 };
+
+struct nic_le_index;
 
 struct nic_le_list {
 	struct nic_le *head, *tail;
 	uint32_t count;
+	bool ix_off;             /* too many ignore masks to index: walked until it empties */
+	struct nic_le_index *ix; /* le_index.c; NULL: walked */
 };
+
+/* Does the LE match a request's bits and initiator (the matching walk's test)? */
+static inline bool nic_le_matches(const struct nic_le *le, uint64_t match_bits, uint32_t initiator)
+{
+	if ((le->match_bits ^ match_bits) & ~le->ignore_bits)
+		return false;
+	if (le->match_id == C_MATCH_ID_ANY)
+		return true;
+	if (C_MATCH_ID_PID(le->match_id) == C_PID_ANY)
+		return C_MATCH_ID_NIC(le->match_id) == C_MATCH_ID_NIC(initiator);
+	if (C_MATCH_ID_NIC(le->match_id) == (1u << C_NIC_BITS) - 1)
+		return C_MATCH_ID_PID(le->match_id) == C_MATCH_ID_PID(initiator);
+	return le->match_id == initiator;
+}
+
+static inline uint64_t nic_le_space(const struct nic_le *le)
+{
+	return le->length > le->offset ? le->length - le->offset : 0;
+}
+
+/* le_index.c.  Search a list through its index (built here once the list is long enough): true with the
+ * first LE that matches as the ordered walk checks it (operation flag, bits and initiator, room for `need`
+ * bytes under C_LE_NO_TRUNCATE) or NULL, and the LEs the walk visits to reach it (all of them when none
+ * matches); false when the list is to be walked instead. */
+bool nic_le_index_search(struct nic_le_list *l, uint64_t match_bits, uint32_t initiator, uint32_t op_flag,
+			 uint64_t need, struct nic_le **found, uint64_t *walked);
+/* Kept up to date by nic_le_list_append / nic_le_list_remove (after they linked or unlinked le). */
+void nic_le_index_added(struct nic_le_list *l, struct nic_le *le);
+void nic_le_index_removed(struct nic_le_list *l, struct nic_le *le);
 
 /* ---------------------------------------------------------------- objects */
 struct nic_lni {
@@ -138,7 +173,6 @@ struct nic_pte {
 	uint32_t drop_count;
 	uint32_t nmaps;
 	struct nic_le_list lists[4];
-	uint64_t le_seq;
 	nic_access_fn access_fn;
 	void *access_ctx;
 };

@@ -105,6 +105,8 @@ void nic_le_list_append(struct nic_le_list *l, struct nic_le *le)
 		l->head = le;
 	l->tail = le;
 	l->count++;
+	if (l->ix)
+		nic_le_index_added(l, le);
 }
 
 void nic_le_list_remove(struct nic_le_list *l, struct nic_le *le)
@@ -119,6 +121,10 @@ void nic_le_list_remove(struct nic_le_list *l, struct nic_le *le)
 		l->tail = le->prev;
 	le->next = le->prev = NULL;
 	l->count--;
+	if (l->ix)
+		nic_le_index_removed(l, le);
+	if (!l->count)
+		l->ix_off = false;
 }
 
 /* Free an LE that is on no list, returning its pool entry. */
@@ -295,8 +301,12 @@ int nic_pte_status(struct nic *nic, uint32_t ptn, struct nic_pte_status *st)
 	st->le_pool = p->pool;
 	st->drop_count = p->drop_count;
 	st->ule_count = p->lists[C_PTL_LIST_UNEXPECTED].count;
-	for (unsigned l = 0; l < 4; l++)
+	st->le_indexed = 0;
+	for (unsigned l = 0; l < 4; l++) {
 		st->le_count[l] = p->lists[l].count;
+		if (p->lists[l].ix)
+			st->le_indexed |= (uint8_t)(1u << l);
+	}
 	return 0;
 }
 
