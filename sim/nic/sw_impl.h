@@ -419,6 +419,9 @@ struct sw_costs {
 	simtime_t mr_event_poll_max; /* give up polling and invalidate */
 	simtime_t mr_bookkeeping;    /* per reg/dereg data-structure cost */
 	uint32_t ctrl_eq_slots;
+	/* host work of flow control, hybrid transitions and RNR (sw_host_work_price) */
+	simtime_t fc_state_change, fc_onload_entry, fc_replay_recv, buf_append, fc_reenable, fc_ctrl_rx, fc_ctrl_tx;
+	simtime_t fc_send_drop, fc_send_replay, fc_send_eagain, rnr_nack, rnr_retry;
 };
 const struct sw_costs *sw_costs(struct sim *sim);
 

@@ -64,6 +64,7 @@ static void rnr_retry(struct sim *sim, void *obj, uint64_t arg)
 	ep->tx_outstanding++;
 	ep->st.total_retries++;
 	(*ep->c_retries)++;
+	ep->host.rnr_retries++;
 	if (sw_txc_emit_send(ep, r))
 		sw_fatal(ep, "TX command queue full on an RNR retry\n");
 }
@@ -76,6 +77,7 @@ void sw_rnr_ack(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)
 	}
 	ep->st.total_rnr_nacks++;
 	(*ep->c_rnr_nacks)++;
+	ep->host.rnr_nacks++;
 	simtime_t now = sim_now(ep->sim);
 	uint64_t i = r->retries < RNR_WAIT_STEPS ? r->retries : RNR_WAIT_STEPS - 1;
 	simtime_t retry = now + SIM_US(1 + i * i * i * 10);
