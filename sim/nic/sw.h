@@ -77,6 +77,7 @@ struct sw_env {
 	uint32_t rdzv_eager_size;           /* FI_CXI_RDZV_EAGER_SIZE (2048) */
 	uint32_t sw_rx_tx_init_max;         /* FI_CXI_SW_RX_TX_INIT_MAX (1024) */
 	uint64_t rnr_max_timeout_us;        /* FI_CXI_RNR_MAX_TIMEOUT_US (500000; 0: fail on first NACK) */
+	uint64_t rnr_append_retry_timeout_us; /* FI_CXI_RNR_APPEND_RETRY_TIMEOUT_US (2000000): then fatal */
 	uint64_t fc_retry_usec_delay;       /* FI_CXI_FC_RETRY_USEC_DELAY (1000) */
 	uint32_t cq_fill_percent;           /* FI_CXI_CQ_FILL_PERCENT (50) */
 	uint32_t default_cq_size;           /* FI_CXI_DEFAULT_CQ_SIZE (131072) */
@@ -275,6 +276,7 @@ struct sw_host_work {
 	/* RNR, initiator side. */
 	uint64_t rnr_nacks;         /* C_RC_ENTRY_NOT_FOUND ACKs handled (retry queued) */
 	uint64_t rnr_retries;       /* sends resubmitted */
+	uint64_t rnr_append_retries; /* RNR receives whose append failed (no LE), appended again */
 };
 /* Host time of the flow-control and RNR steps counted in w, at the "cxi" table's prices (the process model
  * prices ux_matches, sw_matches and copies itself). */

@@ -83,6 +83,9 @@ static const struct param cxi_params[] = {
 	{ "env.rdzv_eager_size", "bytes", 2048, 0, 1 << 30, "cassini-reference: FI_CXI_RDZV_EAGER_SIZE" },
 	{ "env.sw_rx_tx_init_max", "count", 1024, 1, 1 << 20, "cassini-reference: FI_CXI_SW_RX_TX_INIT_MAX" },
 	{ "env.rnr_max_timeout_us", "us", 500000, 0, 1099511627776.0, "cassini-reference: FI_CXI_RNR_MAX_TIMEOUT_US" },
+	{ "env.rnr_append_retry_timeout_us", "us", 2000000, 0, 1099511627776.0,
+	  "upstream prov/cxi cxip.h CXIP_RNR_APPEND_RETRY_TIMEOUT_US (fi_cxi(7) says 200 ms; the code wins): an RNR "
+	  "receive that cannot get an LE for this long is fatal" },
 	{ "env.fc_retry_usec_delay", "us", 1000, 0, 4294967296.0, "cassini-reference: FI_CXI_FC_RETRY_USEC_DELAY" },
 	{ "env.cq_fill_percent", "%", 50, 1, 100, "cassini-reference: FI_CXI_CQ_FILL_PERCENT" },
 	{ "env.default_cq_size", "count", 131072, 16, 1 << 24, "cassini-reference: FI_CXI_DEFAULT_CQ_SIZE" },
@@ -122,6 +125,7 @@ static const struct env_var env_vars[] = {
 	{ "RDZV_EAGER_SIZE", ENV_U32, F(rdzv_eager_size), 0, 1u << 30 },
 	{ "SW_RX_TX_INIT_MAX", ENV_U32, F(sw_rx_tx_init_max), 1, 1u << 20 },
 	{ "RNR_MAX_TIMEOUT_US", ENV_U64, F(rnr_max_timeout_us), 0, 1ULL << 40 },
+	{ "RNR_APPEND_RETRY_TIMEOUT_US", ENV_U64, F(rnr_append_retry_timeout_us), 0, 1ULL << 40 },
 	{ "FC_RETRY_USEC_DELAY", ENV_U64, F(fc_retry_usec_delay), 0, 1ULL << 32 },
 	{ "CQ_FILL_PERCENT", ENV_U32, F(cq_fill_percent), 1, 100 },
 	{ "DEFAULT_CQ_SIZE", ENV_U32, F(default_cq_size), 16, 1u << 24 },
@@ -319,6 +323,6 @@ struct sw_host_price sw_host_work_price(struct sim *sim, const struct sw_host_wo
 	       w->fc_reenables * k->fc_reenable + w->ctrl_rx * k->fc_ctrl_rx + w->ctrl_tx * k->fc_ctrl_tx +
 	       w->kernel_calls * k->kernel_call + w->sleep + w->fc_send_drops * k->fc_send_drop +
 	       w->fc_send_replays * k->fc_send_replay + w->fc_send_eagain * k->fc_send_eagain;
-	p.rnr = w->rnr_nacks * k->rnr_nack + w->rnr_retries * k->rnr_retry;
+	p.rnr = w->rnr_nacks * k->rnr_nack + (w->rnr_retries + w->rnr_append_retries) * k->rnr_retry;
 	return p;
 }

@@ -397,6 +397,9 @@ int sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, u
 
 /* sw_rnr.c */
 void sw_rnr_append_retry(struct sw_ep *ep);
+/* An RNR receive's append failed: true (and the endpoint fatal) once it has been retried for
+ * FI_CXI_RNR_APPEND_RETRY_TIMEOUT_US. */
+bool sw_rnr_append_failed(struct sw_ep *ep, struct sw_req *r);
 void sw_rnr_fini(struct sw_ep *ep);
 void sw_rxc_replay(struct sw_ep *ep);
 int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r);

@@ -118,7 +118,8 @@ static void replay(struct sw_ep *ep)
 	ep->replay = (struct sw_req_list){ 0 };
 	while (r) {
 		struct sw_req *next = r->next;
-		ep->host.fc_recv_replays++;
+		if (ep->attr.proto != SW_PROTO_CXI_RNR) /* RNR append retries are counted as such */
+			ep->host.fc_recv_replays++;
 		r->on = NULL;
 		r->next = r->prev = NULL;
 		sw_recv_queue(ep, r);
