@@ -11,7 +11,8 @@ DESCRIPTION = ("Expand SCENARIO's `sweep:` mapping (a list of values per templat
                "the points are their cartesian product) and run every point, --jobs at a time, into "
                "OUT/NAME/<point>/.  Writes OUT/NAME/sweep.json (the points and their run directories) and "
                "prints a summary table.  With --slurm FILE, writes a Slurm job-array script (one array task "
-               "per point) instead of running anything.")
+               "per point) instead of running anything; once the array has run, --collect writes the same "
+               "sweep.json and table from the points' run directories.")
 
 
 def add_arguments(p):
@@ -32,6 +33,8 @@ def add_arguments(p):
                    help="with --slurm: time limit per task (default 00:30:00)")
     p.add_argument("--slurm-option", action="append", default=[], metavar="OPT",
                    help="with --slurm: an extra #SBATCH line, e.g. --slurm-option=--partition=debug")
+    p.add_argument("--collect", action="store_true",
+                   help="run nothing: index and tabulate the points' existing run directories (a Slurm array's)")
     p.add_argument("--list", action="store_true", help="print the points and exit")
 
 
@@ -50,7 +53,7 @@ def main(args):
                                extra=args.slurm_option)
         print(f"{path}: {len(sw.points)} array tasks; submit with `sbatch {path}`")
         return 0
-    dirs = sw.run(jobs=args.jobs)
+    dirs = sw.collect() if args.collect else sw.run(jobs=args.jobs)
     print(summary.table([summary.load_run(d) for d in dirs], keys=list(sw.lists), points=sw.points))
     print(os.path.join(sw.dir, "sweep.json"))
     return 0

@@ -147,6 +147,21 @@ class Sweep:
         self.write_index(walls)
         return dirs
 
+    def collect(self):
+        """The points' run directories as a finished run left them (a Slurm array's tasks): sweep.json with
+        each point's wall time from its run.json, as run() writes it.  A missing point is bad input."""
+        dirs, walls = [], []
+        for name in self.run_names:
+            d = os.path.join(self.dir, name)
+            info = os.path.join(d, "run.json")
+            if not os.path.isfile(os.path.join(d, "metrics.json")) or not os.path.isfile(info):
+                raise InputError(f"{d}: point not run (no metrics.json or run.json)")
+            with open(info, encoding="utf-8") as f:
+                walls.append(json.load(f).get("wall_time_s"))
+            dirs.append(d)
+        self.write_index(walls)
+        return dirs
+
     def slurm_script(self, path, python="/usr/bin/python3", max_parallel=None, time_limit="00:30:00",
                      extra=None):
         """Write a Slurm job-array script (one task per point) and the points file it reads."""

@@ -1,0 +1,40 @@
+"""scenarios/aurora-full.yaml.j2 reduced to a few compute groups (the whole machine runs in `make bench`):
+the same placement, DAOS server nodes spread over the storage groups, both receive strategies, drained so
+that every RPC ends: the exactly-once invariants hold, and run.json carries the memory accounting."""
+import json
+import os
+
+import pytest
+
+from test_workloads_invariants import accounting
+
+AURORA = "scenarios/aurora-full.yaml.j2"
+REDUCED = {"groups": 2, "nodes": 4, "time_us": 40, "drain": "true"}
+
+
+@pytest.mark.parametrize("strategy", ["standard", "multi_recv"])
+def test_reduced_aurora_full_every_request_answered_once(run_scenario, strategy):
+    rundir, m = run_scenario(AURORA, {**REDUCED, "strategy": strategy})
+    c, s = m["rpc_client"], m["rpc_server"]
+    assert c["processes"] == 2 * 64 * 104 and c["nodes"] == 128
+    assert s["nodes"] == 4 and s["endpoints"] == 4 * 2 * 16
+    assert m["fabric"]["groups"] == 2 + 8  # two compute groups and the eight storage groups
+    accounting(m)
+    assert c["failed"] == 0 and c["completed"] >= c["processes"] * 4
+    assert m["engine"]["stop_reason"] == "quiescent"
+
+    with open(os.path.join(rundir, "run.json"), encoding="utf-8") as f:
+        mem = json.load(f)["memory"]
+    kinds, units = mem["kinds"], mem["per_object"]
+    for k in ("engine.event_queue", "fabric.switch", "nic.core", "nic.endpoint_state", "nic.records",
+              "rpc_client.process", "rpc_server", "stats.registry", "sw.endpoint", "sw.records"):
+        assert kinds[k]["bytes"] > 0, k
+    assert kinds["rpc_client.process"]["count"] == c["processes"]
+    assert kinds["sw.endpoint"]["count"] == c["processes"] + s["endpoints"]
+    assert mem["accounted_bytes"] == sum(v["bytes"] for v in kinds.values())
+    # The hooks claim nearly all the heap, and never more than it holds.
+    assert 0.9 * mem["heap_in_use_bytes"] <= mem["accounted_bytes"] <= mem["heap_in_use_bytes"]
+    assert units["client_process"]["count"] == c["processes"]
+    assert 2000 < units["client_process"]["bytes_each"] < 16000
+    for u in ("nic", "idle_nic", "switch", "pending_event", "server_endpoint"):
+        assert units[u]["count"] > 0 and units[u]["bytes_each"] > 0, u
