@@ -369,8 +369,11 @@ struct cxip_ep {
 	struct cxip_mr *mrs;     /* bound MRs (for close ordering) */
 };
 
-/* Narrowing of caps to what a hint asked for (libfabric's rules for primary/secondary caps). */
+/* libfabric's generic fi_getinfo rules (info_attr.c): whether an offer admits the hints, the narrowing
+ * of caps to what a hint asked for (primary and secondary caps), and the narrowing of a whole offer. */
+bool cxip_info_ok(uint32_t version, const struct fi_info *prov, const struct fi_info *hints);
 uint64_t cxip_caps_narrow(uint64_t info_caps, uint64_t hint_caps, uint64_t attr_caps);
+void cxip_info_alter(struct fi_info *fi, const struct fi_info *hints, uint32_t version);
 
 /* ---- object entry points ---- */
 int cxip_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
