@@ -224,6 +224,8 @@ static struct fi_info *offer_build(const struct ctl_nic_info *nic, const struct 
 	fi->addr_format = FI_ADDR_CXI;
 	*fi->tx_attr = tx_attr_tmpl;
 	*fi->rx_attr = rx_attr_tmpl;
+	fi->tx_attr->size = cxip_env.default_tx_size;
+	fi->rx_attr->size = cxip_env.default_rx_size;
 	*fi->ep_attr = ep_attr_tmpl;
 	*fi->domain_attr = domain_attr_tmpl;
 	fi->domain_attr->name = strdup(name);
@@ -352,47 +354,147 @@ static int set_addrs(struct fi_info *fi, const struct addr_req *r)
 	return 0;
 }
 
+/* ---- the cxi provider's own rules (upstream cxip_info.c), on top of libfabric's generic ones ---- */
+
+/* The protocol an offer must have: the one the hints name, else FI_PROTO_CXI (FI_PROTO_CXI_RNR is only
+ * returned when asked for, or without hints). */
+static bool offer_protocol_ok(const struct fi_info *fi, const struct fi_info *hints)
+{
+	if (!hints)
+		return true;
+	uint32_t proto = hints->ep_attr && hints->ep_attr->protocol ? hints->ep_attr->protocol : FI_PROTO_CXI;
+	if (fi->ep_attr->protocol != proto)
+		return false;
+	/* RMA and atomics need an MR mode the application accepted. */
+	return !((fi->caps & (FI_ATOMIC | FI_RMA)) && !fi->domain_attr->mr_mode);
+}
+
+/* Secondary capabilities that cost something on the data path are returned only when asked for:
+ * FI_SOURCE and FI_SOURCE_ERR (overhead on every receive; without hints too), FI_RMA_EVENT (no restricted
+ * packets), FI_FENCE (no PCIe relaxed ordering), FI_HMEM.  The transmit order is the one the hints ask for
+ * (ordering prevents restricted packets).  -FI_ENODATA: FI_SOURCE_ERR asked for without FI_SOURCE. */
+static int offer_cxi_alter(struct fi_info *fi, const struct fi_info *hints)
+{
+	if (!hints) {
+		fi->caps &= ~(FI_SOURCE | FI_SOURCE_ERR);
+		fi->rx_attr->caps &= ~(FI_SOURCE | FI_SOURCE_ERR);
+		return 0;
+	}
+	if ((hints->caps & FI_SOURCE_ERR) && !(hints->caps & FI_SOURCE))
+		return -FI_ENODATA;
+	fi->tx_attr->msg_order = hints->tx_attr ? hints->tx_attr->msg_order : 0;
+	uint64_t drop = 0, drop_tx = 0, drop_rx = 0;
+	if (hints->caps && !(hints->caps & FI_RMA_EVENT))
+		drop_rx |= FI_RMA_EVENT;
+	if (!(hints->caps & FI_SOURCE))
+		drop_rx |= FI_SOURCE;
+	if (!(hints->caps & FI_SOURCE_ERR))
+		drop_rx |= FI_SOURCE_ERR;
+	if (hints->caps && !(hints->caps & FI_FENCE))
+		drop_tx |= FI_FENCE;
+	if (hints->caps && !(hints->caps & FI_HMEM))
+		drop = FI_HMEM;
+	fi->caps &= ~(drop | drop_tx | drop_rx);
+	fi->tx_attr->caps &= ~(drop | drop_tx);
+	fi->rx_attr->caps &= ~(drop | drop_rx);
+	return 0;
+}
+
+/* A hint of FI_MR_ENDPOINT alone gets FI_MR_ALLOCATED added: the provider did not always say it needs
+ * pinned memory, and applications written then ask for FI_MR_ENDPOINT only. */
+static struct fi_info *hints_mr_allocated(const struct fi_info *hints, bool *dup)
+{
+	*dup = false;
+	if (!hints || !hints->domain_attr || hints->domain_attr->mr_mode != FI_MR_ENDPOINT)
+		return (struct fi_info *)hints;
+	struct fi_info *h = fi_dupinfo(hints);
+	if (!h)
+		return NULL;
+	h->domain_attr->mr_mode |= FI_MR_ALLOCATED;
+	*dup = true;
+	return h;
+}
+
+/* With hints, only the most preferred offer per domain (and address format) is returned. */
+static void keep_first_per_domain(struct fi_info *head)
+{
+	for (struct fi_info *prev = head; prev && prev->next;) {
+		struct fi_info *fi = prev->next;
+		if (!strcmp(fi->domain_attr->name, prev->domain_attr->name) && fi->addr_format == prev->addr_format) {
+			prev->next = fi->next;
+			fi->next = NULL;
+			fi_freeinfo(fi);
+		} else {
+			prev = fi;
+		}
+	}
+}
+
+static int offers_for_nic(uint32_t version, const struct ctl_nic_info *nic, const struct fi_info *hints,
+			  const struct addr_req *r, struct fi_info ***tail)
+{
+	for (uint32_t kind = 0; kind < sizeof(offer_kinds) / sizeof(offer_kinds[0]); kind++) {
+		struct fi_info *fi = offer_build(nic, &offer_kinds[kind], (uint16_t)cxip_env.default_vni);
+		if (!fi)
+			return -FI_ENOMEM;
+		if (!cxip_info_ok(version, fi, hints)) {
+			fi_freeinfo(fi);
+			continue;
+		}
+		cxip_info_alter(fi, hints, version);
+		if (!offer_protocol_ok(fi, hints)) {
+			fi_freeinfo(fi);
+			continue;
+		}
+		int ret = offer_cxi_alter(fi, hints);
+		if (!ret)
+			ret = set_addrs(fi, r);
+		if (ret) {
+			fi_freeinfo(fi);
+			return ret;
+		}
+		**tail = fi;
+		*tail = &fi->next;
+	}
+	return 0;
+}
+
 int cxip_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
-		 const struct fi_info *hints, struct fi_info **info)
+		 const struct fi_info *user_hints, struct fi_info **info)
 {
 	*info = NULL;
-	if (hints && hints->fabric_attr && hints->fabric_attr->prov_name &&
-	    !strcasestr(hints->fabric_attr->prov_name, CXIP_PROV_NAME))
+	if (user_hints && user_hints->fabric_attr && user_hints->fabric_attr->prov_name &&
+	    !strcasestr(user_hints->fabric_attr->prov_name, CXIP_PROV_NAME))
 		return -FI_ENODATA;
-	if (hints && hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC && hints->ep_attr->type != FI_EP_RDM)
+	if (user_hints && user_hints->ep_attr && user_hints->ep_attr->type != FI_EP_UNSPEC &&
+	    user_hints->ep_attr->type != FI_EP_RDM)
 		return -FI_ENODATA;
 	struct cxip_dev *dev;
 	int ret = cxip_dev_get(&dev);
 	if (ret)
 		return -FI_ENODATA;
 	struct addr_req r;
-	ret = resolve_addrs(node, service, flags, hints, &dev->info, &r);
+	ret = resolve_addrs(node, service, flags, user_hints, &dev->info, &r);
 	if (ret)
 		return ret;
+	bool dup;
+	struct fi_info *hints = hints_mr_allocated(user_hints, &dup);
+	if (user_hints && !hints)
+		return -FI_ENOMEM;
 	struct fi_info *head = NULL, **tail = &head;
-	for (uint32_t i = 0; i < dev->info.nnics; i++) {
+	for (uint32_t i = 0; i < dev->info.nnics && !ret; i++) {
 		if ((r.src_index >= 0 && (uint32_t)r.src_index != i) || !device_allowed(dev->info.nics[i].index))
 			continue;
-		for (uint32_t kind = 0; kind < sizeof(offer_kinds) / sizeof(offer_kinds[0]); kind++) {
-			struct fi_info *fi = offer_build(&dev->info.nics[i], &offer_kinds[kind], (uint16_t)cxip_env.default_vni);
-			if (!fi) {
-				fi_freeinfo(head);
-				return -FI_ENOMEM;
-			}
-			if (!cxip_info_ok(version, fi, hints)) {
-				fi_freeinfo(fi);
-				continue;
-			}
-			cxip_info_alter(fi, hints, version);
-			if (set_addrs(fi, &r)) {
-				fi_freeinfo(fi);
-				fi_freeinfo(head);
-				return -FI_ENOMEM;
-			}
-			*tail = fi;
-			tail = &fi->next;
-		}
+		ret = offers_for_nic(version, &dev->info.nics[i], hints, &r, &tail);
 	}
+	if (dup)
+		fi_freeinfo(hints);
+	if (ret) {
+		fi_freeinfo(head);
+		return ret;
+	}
+	if (user_hints)
+		keep_first_per_domain(head);
 	*info = head;
 	return head ? 0 : -FI_ENODATA;
 }

@@ -192,15 +192,12 @@ bool cxip_info_ok(uint32_t version, const struct fi_info *prov, const struct fi_
 uint64_t cxip_caps_narrow(uint64_t info_caps, uint64_t hint_caps, uint64_t attr_caps)
 {
 	uint64_t caps;
-	if (!hint_caps)
+	if (!hint_caps) {
 		caps = (info_caps & attr_caps & CXIP_PRIMARY_CAPS) | (attr_caps & CXIP_SECONDARY_CAPS);
-	else
+	} else {
 		caps = (hint_caps & CXIP_PRIMARY_CAPS) | (attr_caps & CXIP_SECONDARY_CAPS);
-	/* Domain capabilities (FI_AV_USER_ID) are kept when asked for; libfabric 1.17's primary/secondary sets
-	 * do not list them. */
-	caps |= hint_caps & attr_caps & CXIP_DOM_CAPS;
-	if (!hint_caps)
-		caps |= info_caps & attr_caps & CXIP_DOM_CAPS;
+		caps = (caps & ~FI_SOURCE) | (hint_caps & FI_SOURCE);
+	}
 	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & (FI_SEND | FI_RECV)))
 		caps |= attr_caps & (FI_SEND | FI_RECV);
 	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
