@@ -4,18 +4,22 @@
 #   bench-storm  RPC storm (10,000 clients x 8 in flight, 64-B RPCs, one server, 10,240-endpoint dragonfly)
 #                in cxisim and in SimGrid 3.32, RPCs per wall second and their ratio
 #   bench-seed   Fig 4 and Fig 10 at full scale (validation targets)
+#   bench-scale  Fig 4 at 6,656 / 26,624 / 106,496 clients, then the whole of Aurora (aurora-full, 1 ms, both
+#                strategies): wall, events/s, peak RSS, bytes per client process (one run at a time)
 SIMGRID_RPC_STORM := $(BUILD)/bench/simgrid_rpc_storm
 ALL_TARGETS += $(SIMGRID_RPC_STORM)
-BENCH_TARGETS += bench-fig5 bench-storm bench-seed
+BENCH_TARGETS += bench-fig5 bench-storm bench-seed bench-scale
 
 $(SIMGRID_RPC_STORM): $(BUILD)/obj/tests/bench/simgrid_rpc_storm.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lsimgrid
 
-.PHONY: bench-fig5 bench-storm bench-seed
+.PHONY: bench-fig5 bench-storm bench-seed bench-scale
 bench-fig5: build-all
 	@CXISIM_BUILD=$(BUILD) $(PYTHON) tests/bench/bench_workloads.py fig5
 bench-storm: build-all
 	@CXISIM_BUILD=$(BUILD) SIMGRID_RPC_STORM=$(SIMGRID_RPC_STORM) $(PYTHON) tests/bench/bench_workloads.py storm
 bench-seed: build-all
 	@CXISIM_BUILD=$(BUILD) $(PYTHON) tests/bench/bench_workloads.py seed
+bench-scale: build-all
+	@CXISIM_BUILD=$(BUILD) $(PYTHON) tests/bench/bench_workloads.py scale
