@@ -80,7 +80,8 @@ def main(args):
         cfg_path = os.path.join(tmp, "scenario.json")
         with open(cfg_path, "w", encoding="utf-8") as f:
             scn.dump_json(cfg, f)
-        cmd = [daemon, "--socket", sock, "--config", cfg_path, "--source", args.scenario]
+        cmd = [daemon, "--socket", sock, "--config", cfg_path, "--source", args.scenario,
+               *getattr(args, "daemon_args", [])]
         if args.out:
             os.makedirs(args.out, exist_ok=True)
             cmd += ["--out", args.out]

@@ -312,25 +312,42 @@ static int finish_streams(struct loader *L)
 	return 0;
 }
 
-/* Offsets where every request of the stream carries the client's own address. */
-static void find_addr_offsets(struct rq_stream *st)
+/* Whether every request of the stream carries the client's own address at off. */
+static bool stream_has_addr_at(const struct rq_stream *st, uint32_t off)
 {
 	uint32_t a = rq_cxi_addr32(st->nic, st->pid);
-	for (uint32_t off = 0; off + 4 <= ADDR_SCAN_BYTES && st->naddr_off < RQ_MAX_ADDR_OFFSETS; off++) {
-		bool all = true, any = false;
-		for (uint32_t i = 0; i < st->n && all; i++) {
-			const struct rq *q = &st->rqs[i];
-			if (q->payload_len < off + 4) {
-				all = false;
-				break;
-			}
-			uint32_t v;
-			memcpy(&v, q->payload + off, 4);
-			all = v == a;
-			any = true;
-		}
-		if (all && any)
-			st->addr_off[st->naddr_off++] = off;
+	for (uint32_t i = 0; i < st->n; i++) {
+		uint32_t v;
+		if (st->rqs[i].payload_len < off + 4)
+			return false;
+		memcpy(&v, st->rqs[i].payload + off, 4);
+		if (v != a)
+			return false;
+	}
+	return st->n > 0;
+}
+
+/* Offsets at which every request of every client carries its own address -- with at least two clients of
+ * different addresses, so that a field that merely holds the same value everywhere (a length equal to
+ * some client's address) is not taken for one.  The same offsets for all streams. */
+static void find_addr_offsets(struct replay_script *s)
+{
+	bool distinct = false;
+	for (uint32_t i = 1; i < s->nstreams; i++)
+		distinct |= s->streams[i].nic != s->streams[0].nic || s->streams[i].pid != s->streams[0].pid;
+	if (!distinct)
+		return;
+	uint32_t off[RQ_MAX_ADDR_OFFSETS], n = 0;
+	for (uint32_t o = 0; o + 4 <= ADDR_SCAN_BYTES && n < RQ_MAX_ADDR_OFFSETS; o++) {
+		bool all = true;
+		for (uint32_t i = 0; i < s->nstreams && all; i++)
+			all = stream_has_addr_at(&s->streams[i], o);
+		if (all)
+			off[n++] = o;
+	}
+	for (uint32_t i = 0; i < s->nstreams; i++) {
+		memcpy(s->streams[i].addr_off, off, sizeof(off));
+		s->streams[i].naddr_off = n;
 	}
 }
 
@@ -351,14 +368,11 @@ int replay_script_load(const char *path, const struct replay_script_opts *o, str
 		rc = build_streams(&L);
 	if (!rc)
 		rc = finish_streams(&L);
-	for (uint32_t i = 0; !rc && i < s->nstreams; i++) {
-		struct rq_stream *st = &s->streams[i];
-		if (!o || o->addr_offsets_auto) {
-			find_addr_offsets(st);
-		} else {
-			st->naddr_off = o->naddr_off;
-			memcpy(st->addr_off, o->addr_off, sizeof(st->addr_off));
-		}
+	if (!rc && (!o || o->addr_offsets_auto))
+		find_addr_offsets(s);
+	for (uint32_t i = 0; !rc && o && !o->addr_offsets_auto && i < s->nstreams; i++) {
+		s->streams[i].naddr_off = o->naddr_off;
+		memcpy(s->streams[i].addr_off, o->addr_off, sizeof(s->streams[i].addr_off));
 	}
 	free(L.eps);
 	free(L.procs);

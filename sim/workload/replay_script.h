@@ -15,8 +15,10 @@
  *
  * Source address in the payload: servers that cannot use FI_SOURCE (Mercury built on libfabric < 1.20)
  * read the client's address from the request header.  The loader finds the offsets (within the first 64
- * bytes) at which every captured request of a client carries that client's own 32-bit cxi address
- * (pid | nic << 9); replay writes each simulated client's own address there. */
+ * bytes) at which every captured request of every client carries that client's own 32-bit cxi address
+ * (pid | nic << 9) -- evidence it takes only from a capture of two clients or more with different
+ * addresses, since one client cannot tell its address from a field that happens to hold the same value
+ * (scenarios can name the offsets instead); replay writes each simulated client's own address there. */
 #ifndef CXISIM_WORKLOAD_REPLAY_SCRIPT_H
 #define CXISIM_WORKLOAD_REPLAY_SCRIPT_H
 

@@ -97,12 +97,14 @@ int main(int argc, char **argv)
 		{ "in-flight", required_argument, 0, 'w' },   { "size", required_argument, 0, 'S' },
 		{ "bulk", required_argument, 0, 'b' },        { "bulk-bytes", required_argument, 0, 'B' },
 		{ "prov-keys", no_argument, 0, 'P' },         { "header-source", no_argument, 0, 'H' },
-		{ "seed", required_argument, 0, 's' },        { 0, 0, 0, 0 },
+		{ "seed", required_argument, 0, 's' },        { "timeout", required_argument, 0, 't' },
+		{ 0, 0, 0, 0 },
 	};
 	const char *server_file = NULL, *bulk = "none";
 	uint64_t nreq = 100;
 	uint32_t W = 1;
 	bool prov_keys = false;
+	double timeout = 60, last = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -115,9 +117,11 @@ int main(int argc, char **argv)
 		case 'P': prov_keys = true; break;
 		case 'H': header_source = true; break;
 		case 's': seed = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 't': timeout = atof(optarg); break;
 		default:
 			fputs("usage: ofi_rpc_client --server-file FILE [--requests N] [--in-flight W] [--size B]\n"
-			      "       [--bulk none|pull|push|both] [--bulk-bytes B] [--prov-keys] [--header-source] [--seed S]\n",
+			      "       [--bulk none|pull|push|both] [--bulk-bytes B] [--prov-keys] [--header-source] [--seed S]\n"
+			      "       [--timeout S]   (give up after S s without a completion, default 60)\n",
 			      stderr);
 			return 2;
 		}
@@ -155,10 +159,18 @@ int main(int argc, char **argv)
 		start(&slots[i], op, i);
 	}
 	uint64_t done = 0;
+	last = rpc_now();
 	while (done < started) {
+		if (rpc_now() - last > timeout) {
+			fprintf(stderr, "ofi_rpc_client: no completion for %.0f s: giving up\n", timeout);
+			errors++;
+			break;
+		}
 		struct fi_cq_tagged_entry e;
 		ssize_t n = fi_cq_read(F.cq, &e, 1);
 		struct slot *s = NULL;
+		if (n == 1 || n == -FI_EAVAIL)
+			last = rpc_now();
 		if (n == 1) {
 			for (uint32_t i = 0; i < W && !s; i++)
 				if (e.op_context == &slots[i].rctx || e.op_context == &slots[i].sctx)

@@ -40,7 +40,7 @@ struct op {
 
 static struct {
 	struct rpc_fab f;
-	bool multi_recv, header_source, quiet;
+	bool multi_recv, header_source, prov_keys, quiet;
 	size_t nbufs, buf_bytes, max_bulk;
 	uint64_t target;
 	double seconds;
@@ -303,12 +303,13 @@ static void write_name(const char *path)
 static void usage(void)
 {
 	fputs("usage: ofi_rpc_server [--multi-recv N] [--buffer-bytes B] [--posted N] [--requests N] [--seconds S]\n"
-	      "                      [--header-source] [--name-file FILE] [--max-bulk B] [--quiet]\n"
+	      "                      [--header-source] [--prov-keys] [--name-file FILE] [--max-bulk B]\n"
 	      "  --multi-recv N    N FI_MULTI_RECV buffers (default 4, as Mercury); 0: standard receives\n"
 	      "  --buffer-bytes B  multi-recv buffer size (default 2 MiB) or standard receive size (4096)\n"
 	      "  --posted N        standard receives posted (default 512, Mercury's HG_CORE_POST_INIT)\n"
 	      "  --requests N      exit after replying to N requests; --seconds S: after S s from the first\n"
 	      "  --header-source   no FI_SOURCE: clients put their address in the request (rpc_req.src)\n"
+	      "  --prov-keys       FI_MR_PROV_KEY domain (64-bit keys), as clients with --prov-keys need\n"
 	      "  --name-file FILE  write the endpoint's address (hex) there once it can receive\n",
 	      stderr);
 	exit(2);
@@ -321,7 +322,8 @@ int main(int argc, char **argv)
 		{ "posted", required_argument, 0, 'p' },     { "requests", required_argument, 0, 'n' },
 		{ "seconds", required_argument, 0, 's' },    { "header-source", no_argument, 0, 'H' },
 		{ "name-file", required_argument, 0, 'f' },  { "max-bulk", required_argument, 0, 'B' },
-		{ "quiet", no_argument, 0, 'q' },            { 0, 0, 0, 0 },
+		{ "quiet", no_argument, 0, 'q' },            { "prov-keys", no_argument, 0, 'P' },
+		{ 0, 0, 0, 0 },
 	};
 	long mr = 4, posted = 512, bytes = -1;
 	const char *name_file = NULL;
@@ -338,6 +340,7 @@ int main(int argc, char **argv)
 		case 'f': name_file = optarg; break;
 		case 'B': S.max_bulk = strtoull(optarg, NULL, 0); break;
 		case 'q': S.quiet = true; break;
+		case 'P': S.prov_keys = true; break;
 		default: usage();
 		}
 	}
@@ -350,7 +353,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	uint64_t caps = FI_MSG | FI_TAGGED | FI_RMA | (S.multi_recv ? FI_MULTI_RECV : 0) |
 			(S.header_source ? 0 : FI_SOURCE | FI_SOURCE_ERR);
-	rpc_fab_open(&S.f, caps, false, 16384);
+	rpc_fab_open(&S.f, caps, S.prov_keys, 16384);
 	if (S.multi_recv) {
 		size_t min = 4096;
 		RPC_CHECK(fi_setopt(&S.f.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)));
