@@ -165,7 +165,8 @@ static int read_request(struct rp_proc *p, uint64_t addr, unsigned char *dst, si
 	uint64_t have = off < q->payload_len ? q->payload_len - off : 0;
 	if (have > len)
 		have = len;
-	memcpy(dst, q->payload + off, (size_t)have);
+	if (have)
+		memcpy(dst, q->payload + off, (size_t)have);
 	memset(dst + have, 0, len - (size_t)have);
 	uint32_t self = rq_cxi_addr32(p->self.nic, p->self.pid);
 	for (uint32_t i = 0; i < st->naddr_off; i++)
@@ -196,7 +197,8 @@ static int rp_read(void *ctx, uint64_t addr, void *dst, size_t len)
 		uint64_t off = addr - m->addr, have = off < m->exposed_len ? m->exposed_len - off : 0;
 		if (have > len)
 			have = len;
-		memcpy(dst, m->exposed + off, (size_t)have);
+		if (have)
+			memcpy(dst, m->exposed + off, (size_t)have);
 		memset((unsigned char *)dst + have, 0, len - (size_t)have);
 		rs->st.read_bytes += len;
 		return 0;

@@ -297,7 +297,8 @@ static int finish_streams(struct loader *L)
 			free(st->mrs);
 			continue;
 		}
-		qsort(st->mrs, st->nmrs, sizeof(*st->mrs), cmp_mr);
+		if (st->nmrs)
+			qsort(st->mrs, st->nmrs, sizeof(*st->mrs), cmp_mr);
 		for (uint32_t m = 1; m < st->nmrs; m++)
 			if (st->mrs[m].addr < st->mrs[m - 1].addr + st->mrs[m - 1].len)
 				return fail(L, "client endpoint %u registered overlapping memory regions (keys %#llx and %#llx): "
