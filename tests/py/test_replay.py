@@ -157,3 +157,30 @@ def test_6656_clients_against_few_receives_lose_nothing(cap, tmp_path, match):
     t = telemetry_counters(out)
     key = "sw_transitions" if match == "hybrid" else "fc_transitions"
     assert t[f"nic.1.ep.0.{key}"] >= 1, open(os.path.join(out, "telemetry.csv")).read()[-3000:]
+
+
+def test_sweep_runs_the_real_server_per_point_and_plots_next_to_the_model(cap, tmp_path, cxisim):
+    """`cxisim sweep SCENARIO -- CMD`: each point under `cxisim exec` with {key} from the point; `cxisim plot`
+    draws the real server's points and the modelled server's (Fig 5) on one figure."""
+    r = cxisim("sweep", SCENARIO, "--out", tmp_path / "out", "--set", f"capture={cap}", "--set", "topology=direct",
+               "--set", "requests=1", "--vary", "clients=50,100", "--vary", "multi_recv=4,0", "--vary",
+               "match=hybrid", "--", *wrap([SERVER, "--multi-recv", "{multi_recv}", "--requests", "{clients}"]))
+    assert r.returncode == 0, r.stdout + r.stderr
+    base = tmp_path / "out" / "replay-rpc-rate"
+    runs = sorted(p.name for p in base.iterdir() if p.is_dir())
+    assert len(runs) == 4, runs
+    for name in runs:
+        m = json.load(open(base / name / "metrics.json"))["replay"]
+        clients = m["processes"]
+        assert m["answered"] == clients and m["duplicates"] == 0
+        out = open(base / name / "command.out").read()
+        assert f"served {clients} requests from {clients} clients" in out, out
+        assert json.load(open(base / name / "scenario.json"))["replay"]["processes"] == clients
+    bad = cxisim("sweep", SCENARIO, "--set", f"capture={cap}", "--", "x", "{nope}")
+    assert bad.returncode == 2 and "nope" in bad.stderr, bad.stderr
+    cxisim("run", os.path.join(REPO, "scenarios", "fig5-rpc-rate.yaml.j2"), "--set", "clients=104",
+           "--set", "strategy=multi_recv", "--out", tmp_path / "out", check=True)
+    cxisim("plot", base, tmp_path / "out" / "fig5-rpc-rate", "--kind", "rpc-rate", "--out", tmp_path / "fig",
+           check=True)
+    svg = (tmp_path / "fig" / "rpc-rate.svg").read_text()
+    assert "replay-rpc-rate: real server, multi_recv=0" in svg and "fig5-rpc-rate" in svg
