@@ -196,9 +196,8 @@ static void sw_get_issue(struct sw_ep *ep, struct sw_rmsg *m)
 	ep->st.sw_rdzv_gets++;
 	struct sw_addr src = { .nic = C_MATCH_ID_NIC(m->initiator), .pid = (uint16_t)C_MATCH_ID_PID(m->initiator),
 			       .vni = m->vni };
-	if (sw_issue_get(ep, src, m->remote_offset + m->eager, m->match_bits, m->rendezvous_id, m->buf + m->eager,
-			 m->data_len - m->eager, m, SW_PTL_IDX_RDZV_SRC, 0))
-		sw_fatal(ep, "cannot issue rendezvous Get\n");
+	sw_issue_get(ep, src, m->remote_offset + m->eager, m->match_bits, m->rendezvous_id, m->buf + m->eager,
+		     m->data_len - m->eager, m, SW_PTL_IDX_RDZV_SRC, 0);
 }
 
 /* Fetch the rest of a software-matched rendezvous message; at most FI_CXI_SW_RX_TX_INIT_MAX in flight,
@@ -483,12 +482,15 @@ static void recv_link_failed(struct sw_ep *ep, struct sw_req *r, uint8_t rc)
 		recv_cancel_now(ep, r);
 		return;
 	}
-	sw_req_list_push(&ep->replay, r);
 	if (ep->attr.proto == SW_PROTO_CXI_RNR) {
-		/* No flow control on the RNR PtlTE: retry the append later. */
+		/* No flow control on the RNR PtlTE: retry the append, until the upstream timeout makes it fatal. */
+		if (sw_rnr_append_failed(ep, r))
+			return;
+		sw_req_list_push(&ep->replay, r);
 		sw_rnr_append_retry(ep);
 		return;
 	}
+	sw_req_list_push(&ep->replay, r);
 	/* Hardware match mode: software disables the PtlTE itself to recover LEs. */
 	if (rc == C_RC_NO_SPACE && (ep->state == RXC_ENABLED || ep->state == RXC_ENABLED_SOFTWARE))
 		sw_rxc_pending_disable(ep, false);
@@ -671,7 +673,7 @@ int sw_recv(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *
 		return -FI_EAGAIN;
 	/* rx_attr.size does not bound posted receives (the provider only pushes back on a saturated EQ); it
 	 * is the threshold of the hybrid pre-emptive checks. */
-	if (sw_eq_saturated(ep, ep->eq_rx))
+	if (sw_eq_saturated(ep, ep->eq_rx) || !sw_cmdq_room(ep, ep->tgq))
 		return -FI_EAGAIN;
 	uint16_t id;
 	if (sw_id_alloc(ep, &id))

@@ -59,7 +59,7 @@ int sw_txc_init(struct sw_ep *ep)
 
 /* ---------------------------------------------------------------- commands */
 
-static int emit_put(struct sw_ep *ep, struct sw_req *r)
+static void put_cmd(struct sw_ep *ep, struct sw_req *r, struct nic_cmd *cp)
 {
 	struct nic_cmd c = { 0 };
 	uint64_t mb = (r->tagged ? (SW_MB_TAGGED | (r->tag & SW_TAG_MASK)) : 0) |
@@ -87,10 +87,26 @@ static int emit_put(struct sw_ep *ep, struct sw_req *r)
 		break;
 	}
 	c.dma.match_bits = mb;
+	*cp = c;
+}
+
+/* An application's send: -FI_EAGAIN when the TX queue has no room. */
+static int emit_put(struct sw_ep *ep, struct sw_req *r)
+{
+	struct nic_cmd c;
+	put_cmd(ep, r, &c);
 	return sw_emit(ep, ep->txq, &c);
 }
 
-int sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, uint64_t mb, uint8_t rdzv_id,
+/* A send the software layer issues again on its own (flow-control replay, RNR retry): never lost. */
+static void emit_put_internal(struct sw_ep *ep, struct sw_req *r)
+{
+	struct nic_cmd c;
+	put_cmd(ep, r, &c);
+	sw_emit_internal(ep, ep->txq, &c);
+}
+
+void sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, uint64_t mb, uint8_t rdzv_id,
 		 uint64_t local, uint32_t len, void *user_ptr, uint32_t index, uint32_t flags)
 {
 	struct nic_cmd c = { .op = NIC_CMD_GET };
@@ -99,7 +115,7 @@ int sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, u
 				      .remote_offset = remote_offset, .match_bits = mb, .rendezvous_id = rdzv_id,
 				      .user_ptr = (uint64_t)(uintptr_t)user_ptr, .src_pid = ep->pid, .eqn = ep->eq_rx,
 				      .ctn = NIC_NONE };
-	return sw_emit(ep, ep->txq, &c);
+	sw_emit_internal(ep, ep->txq, &c);
 }
 
 /* ---------------------------------------------------------------- completions */
@@ -158,6 +174,7 @@ static void peer_put(struct sw_ep *ep, struct sw_fc_peer *p)
 	if (--p->pending)
 		return;
 	p->pending_acks++;
+	ep->host.ctrl_tx++;
 	ep->st.fc_notify_sent++;
 	(*ep->c_notify)++;
 	sw_ctrl_post(ep, p->addr, SW_CTRL_NOTIFY, p->dropped, p);
@@ -185,6 +202,7 @@ static void send_dropped(struct sw_ep *ep, struct sw_req *r)
 		}
 	}
 	p->dropped++;
+	ep->host.fc_send_drops++;
 	if (r->proto == SW_SEND_RDZV)
 		rdzv_id_free(ep, r);
 	peer_put(ep, p);
@@ -210,8 +228,10 @@ void sw_txc_fc_resume(struct sw_ep *ep, struct sw_addr peer)
 		return;
 	}
 	/* Replay the dropped sends in their original order. */
+	ep->host.ctrl_rx++;
 	while (p->queue.head) {
 		struct sw_req *r = p->queue.head;
+		ep->host.fc_send_replays++;
 		sw_req_list_remove(&p->queue, r);
 		r->fc_peer = NULL;
 		sw_req_list_push(&ep->msg_queue, r);
@@ -220,8 +240,7 @@ void sw_txc_fc_resume(struct sw_ep *ep, struct sw_addr peer)
 			return;
 		}
 		r->rdzv_events = 0;
-		if (emit_put(ep, r))
-			sw_fatal(ep, "TX command queue full during replay\n");
+		emit_put_internal(ep, r);
 	}
 	if (!p->pending_acks)
 		peer_free(ep, p);
@@ -283,8 +302,10 @@ static void ctrl_msg_unlink(struct sw_ep *ep, struct sw_ctrl_msg *m)
 static void ctrl_msg_ack(struct sw_ep *ep, struct sw_ctrl_msg *m, const struct nic_event *ev)
 {
 	if (ev->rc == C_RC_ENTRY_NOT_FOUND) {
-		/* The target's control EQ was full: resend after FI_CXI_FC_RETRY_USEC_DELAY. */
+		/* The target's control EQ was full: resend after FI_CXI_FC_RETRY_USEC_DELAY, which upstream spends
+		 * in usleep() on the thread that progresses the endpoint. */
 		m->retries++;
+		ep->host.sleep += SIM_US(ep->env->fc_retry_usec_delay);
 		m->retry = sim_timer_start(ep->sim, SIM_US(ep->env->fc_retry_usec_delay), ctrl_retry, m, 0);
 		return;
 	}
@@ -369,8 +390,10 @@ int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_dat
 		return -FI_EMSGSIZE;
 	if (ep->tx_outstanding >= ep->attr.tx_size || sw_eq_saturated(ep, ep->eq_tx))
 		return -FI_EAGAIN;
-	if (ep->fc_peers && peer_find(ep, dst))
+	if (ep->fc_peers && peer_find(ep, dst)) {
+		ep->host.fc_send_eagain++;
 		return -FI_EAGAIN;
+	}
 	struct sw_req *r = sw_req_new(ep, SWK_SEND);
 	r->context = context;
 	r->flags = flags;
@@ -432,6 +455,11 @@ int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r);
 int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r)
 {
 	return emit_put(ep, r);
+}
+
+void sw_txc_emit_send_internal(struct sw_ep *ep, struct sw_req *r)
+{
+	emit_put_internal(ep, r);
 }
 
 void sw_txc_report_send(struct sw_ep *ep, struct sw_req *r, uint8_t rc);
