@@ -93,7 +93,7 @@ struct rp_stats {
 	uint64_t sent, answered, answered_in_window, failed, send_errors, vni_refused, recv_errors, duplicates;
 	uint64_t eagain, resp_bytes, read_bytes, write_bytes, write_checked, write_mismatched, faults, mr_errors;
 	uint64_t outstanding; /* gauge */
-	simtime_t first_send, last_answer;
+	simtime_t first_send, first_answer, last_answer;
 };
 
 struct replay_set {
@@ -337,6 +337,8 @@ static void finish(struct sim *sim, struct replay_set *rs, struct rp_slot *s)
 		rs->st.failed++;
 	} else {
 		rs->st.answered++;
+		if (!rs->st.first_answer)
+			rs->st.first_answer = now;
 		rs->st.last_answer = now;
 		hist_add(rs->lat, now - s->t_start);
 		if (now >= rs->win_start && now < rs->win_end)
@@ -626,6 +628,7 @@ static void replay_summary(struct sim *sim, FILE *f)
 	const struct rp_stats *st = &rs->st;
 	double win_s = (double)rs->measure * 1e-12;
 	double span_s = st->last_answer > st->first_send ? (double)(st->last_answer - st->first_send) * 1e-12 : 0;
+	double ans_s = st->last_answer > st->first_answer ? (double)(st->last_answer - st->first_answer) * 1e-12 : 0;
 	uint64_t unanswered = 0, mrs = 0;
 	for (size_t i = 0; i < (size_t)rs->n * rs->W; i++)
 		unanswered += rs->slots[i].state == RS_WAIT && (rs->slots[i].pending & PEND_RESP);
@@ -636,14 +639,16 @@ static void replay_summary(struct sim *sim, FILE *f)
 		rs->n, (rs->n + rs->place.ppn - 1) / rs->place.ppn, rs->W, rs->script.nstreams,
 		(unsigned long long)rs->script.requests, rs->script.server_prog, rs->target_nic, rs->target.pid,
 		rs->started ? "true" : "false", (unsigned long long)rs->t_ready);
-	fprintf(f, "\"rpc_rate\": %.1f, \"rate_overall\": %.1f, \"sent\": %llu, \"answered\": %llu, "
-		   "\"answered_in_window\": %llu, \"failed\": %llu, \"unanswered_at_end\": %llu, \"duplicates\": %llu, ",
+	fprintf(f, "\"rpc_rate\": %.1f, \"rate_overall\": %.1f, \"answer_rate\": %.1f, \"sent\": %llu, "
+		   "\"answered\": %llu, \"answered_in_window\": %llu, \"failed\": %llu, \"unanswered_at_end\": %llu, "
+		   "\"duplicates\": %llu, ",
 		win_s > 0 ? (double)st->answered_in_window / win_s : 0.0, span_s > 0 ? (double)st->answered / span_s : 0.0,
+		ans_s > 0 ? (double)(st->answered - 1) / ans_s : 0.0,
 		(unsigned long long)st->sent, (unsigned long long)st->answered, (unsigned long long)st->answered_in_window,
 		(unsigned long long)st->failed, (unsigned long long)unanswered, (unsigned long long)st->duplicates);
-	fprintf(f, "\"first_send_ps\": %llu, \"last_answer_ps\": %llu, \"send_errors\": %llu, \"vni_refused\": %llu, "
+	fprintf(f, "\"first_send_ps\": %llu, \"first_answer_ps\": %llu, \"last_answer_ps\": %llu, \"send_errors\": %llu, \"vni_refused\": %llu, "
 		   "\"recv_errors\": %llu, \"eagain\": %llu, \"response_bytes\": %llu, ",
-		(unsigned long long)st->first_send, (unsigned long long)st->last_answer, (unsigned long long)st->send_errors,
+		(unsigned long long)st->first_send, (unsigned long long)st->first_answer, (unsigned long long)st->last_answer, (unsigned long long)st->send_errors,
 		(unsigned long long)st->vni_refused, (unsigned long long)st->recv_errors, (unsigned long long)st->eagain,
 		(unsigned long long)st->resp_bytes);
 	fprintf(f, "\"remap\": {\"reply_field\": \"%s\", \"tag_bits\": %u, \"address_offsets\": [",

@@ -112,8 +112,10 @@ def test_thousand_replay_clients_each_request_answered_once(cap, tmp_path):
     assert rp["bulk"]["read_bytes"] == served["bulk_read"]
     assert rp["bulk"]["write_checked_bytes"] == served["bulk_written"] > 0
     assert rp["bulk"]["write_mismatched_bytes"] == 0 and rp["bulk"]["faults"] == 0
-    # The server's own rate and the daemon's agree (realtime: both on the wall clock).
-    assert rp["rate_overall"] == pytest.approx(served["rate"], rel=0.15), (rp["rate_overall"], served)
+    # The server's own rate (its first request to its last reply) and the daemon's (first request sent to
+    # last answer, a span that holds the server's): realtime mode puts both on the wall clock, where two
+    # processes sharing loaded cores shift the server's first read by up to a few tens of ms.
+    assert served["rate"] * 0.65 <= rp["rate_overall"] <= served["rate"] * 1.02, (rp["rate_overall"], served)
 
 
 def test_unauthorized_vni_clients_reach_nothing(cap, tmp_path):
