@@ -695,7 +695,9 @@ int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, boo
 		access |= FI_REMOTE_WRITE;
 	if ((req->flags & MRF_PROV_KEY) && !(req->flags & MRF_DOMAIN_KEY))
 		flags |= SW_MR_PROV_KEY;
-	if (req->flags & MRF_RMA_EVENT)
+	/* A counter bound to the MR counts its remote accesses: the MR reports them (upstream counts them with
+	 * a CT on the MR's LE). */
+	if ((req->flags & MRF_RMA_EVENT) || ct)
 		flags |= FI_RMA_EVENT;
 	struct dmr *mr = xcalloc(1, sizeof(*mr));
 	mr->o.kind = OBJ_MR;
