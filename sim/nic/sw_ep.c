@@ -316,7 +316,10 @@ uint64_t sw_ux_live(struct sim *sim)
 /* The endpoint's provider-side state: the record and what hangs off it (not pooled records, not the NIC). */
 static uint64_t ep_own_bytes(const struct sw_ep *ep)
 {
-	uint64_t b = sizeof(*ep) + ep->priv_size + (uint64_t)ep->free_ids_cap * sizeof(*ep->free_ids);
+	uint64_t b = sizeof(*ep) + ep->priv_chunks * sizeof(*ep->priv) + (uint64_t)ep->free_ids_cap * sizeof(*ep->free_ids);
+	for (uint64_t c = 0; c < ep->priv_chunks; c++)
+		if (ep->priv[c])
+			b += SW_PRIV_CHUNK;
 	b += (uint64_t)ep->ux_map_cap * sizeof(*ep->ux_map) + (uint64_t)ep->closed_cap * sizeof(*ep->closed);
 	b += (uint64_t)ep->rdzv_cap * (sizeof(*ep->rdzv_reqs) + sizeof(*ep->rdzv_free));
 	for (const struct sw_buf *x = ep->oflow; x; x = x->next)
