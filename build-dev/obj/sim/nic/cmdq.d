@@ -1,0 +1,13 @@
+build-dev/obj/sim/nic/cmdq.o: sim/nic/cmdq.c sim/nic/../util.h \
+ sim/nic/nic_impl.h sim/nic/../engine.h sim/nic/../fabric/fabric.h \
+ sim/nic/../fabric/../engine.h sim/nic/../pool.h sim/nic/../stats.h \
+ sim/nic/nic.h sim/nic/cassini.h
+sim/nic/../util.h:
+sim/nic/nic_impl.h:
+sim/nic/../engine.h:
+sim/nic/../fabric/fabric.h:
+sim/nic/../fabric/../engine.h:
+sim/nic/../pool.h:
+sim/nic/../stats.h:
+sim/nic/nic.h:
+sim/nic/cassini.h:
