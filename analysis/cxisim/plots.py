@@ -189,16 +189,17 @@ def plot_xy(runs, kind, base, title=None, published=True):
 
 def plot_latency(runs, base, title=None):
     xpath, xlabel = pick_x(runs)
-    runs = [r for r in runs if r.get("rpc_client.latency_ns.p50") is not None and r.get(xpath) is not None]
+    lat = "rpc_client.latency_ns.{0}|replay.latency_ns.{0}"
+    runs = [r for r in runs if r.get(lat.format("p50")) is not None and r.get(xpath) is not None]
     if not runs:
         raise InputError("no run has rpc_client.latency_ns: nothing to plot for 'latency'")
     groups = group(runs, xpath)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, lst in groups.items():
         x = [r.get(xpath) for r in lst]
-        line, = ax.plot(x, [r.get("rpc_client.latency_ns.p50") / 1e3 for r in lst], marker="o", markersize=4,
+        line, = ax.plot(x, [r.get(lat.format("p50")) / 1e3 for r in lst], marker="o", markersize=4,
                         label=f"{label} p50")
-        ax.plot(x, [r.get("rpc_client.latency_ns.p99") / 1e3 for r in lst], marker="x", markersize=4,
+        ax.plot(x, [r.get(lat.format("p99")) / 1e3 for r in lst], marker="x", markersize=4,
                 linestyle="--", color=line.get_color(), label=f"{label} p99")
     ax.set_xscale("log", base=2 if "bytes" in xpath else 10)
     ax.set_yscale("log")
@@ -315,6 +316,6 @@ def default_kinds(runs):
         kinds.append("bandwidth")
     elif any(r.get(Y["rpc-rate"][0]) is not None for r in runs):
         kinds.append("rpc-rate")
-    if any(r.get("rpc_client.latency_ns.p50") is not None for r in runs):
+    if any(r.get("rpc_client.latency_ns.p50|replay.latency_ns.p50") is not None for r in runs):
         kinds.append("latency")
     return kinds

@@ -484,6 +484,14 @@ static void load_script(struct replay_set *rs, const struct cfg *sec)
 		cfg_fail(sec, "address_offsets", "at most %d offsets", RQ_MAX_ADDR_OFFSETS);
 	for (int i = 0; i < na; i++)
 		o.addr_off[o.naddr_off++] = (uint32_t)cfg_array_u64(sec, "address_offsets", i, 0, 1u << 30);
+	int nr = cfg_array_len(sec, "requests_range");
+	if (nr && nr != 2)
+		cfg_fail(sec, "requests_range", "expected [first, last] (0-based, inclusive)");
+	if (nr) {
+		o.range = true;
+		o.first = (uint32_t)cfg_array_u64(sec, "requests_range", 0, 0, UINT32_MAX - 1);
+		o.last = (uint32_t)cfg_array_u64(sec, "requests_range", 1, o.first, UINT32_MAX - 1);
+	}
 	char err[512];
 	if (replay_script_load(path, &o, &rs->script, err, sizeof(err)))
 		cfg_fail(sec, "capture", "%s: %s", path, err);

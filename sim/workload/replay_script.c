@@ -236,8 +236,6 @@ static int build_streams(struct loader *L)
 				.flags = m.flags & (CAPF_TAGGED | CAPF_CQ_DATA), .think = m.think,
 			};
 			link_reply(e, q);
-			s->requests++;
-			s->with_reply += q->reply_field != RQ_FIELD_NONE;
 			break;
 		}
 		case CAP_RMA: {
@@ -287,13 +285,25 @@ static int cmp_mr(const void *a, const void *b)
 }
 
 /* Streams without requests (a process that only registered memory) go; MRs are sorted and checked. */
-static int finish_streams(struct loader *L)
+static int finish_streams(struct loader *L, const struct replay_script_opts *o)
 {
 	struct replay_script *s = L->s;
 	uint32_t k = 0;
+	s->requests = s->with_reply = 0;
 	for (uint32_t i = 0; i < s->nstreams; i++) {
 		struct rq_stream *st = &s->streams[i];
+		/* The range is taken after linking: a response receive may precede the first replayed request. */
+		uint32_t first = o && o->range ? o->first : 0, last = o && o->range ? o->last : UINT32_MAX;
+		uint32_t end = st->n && last < st->n - 1 ? last + 1 : st->n;
+		st->n = first < end ? end - first : 0;
+		if (first && st->n)
+			memmove(st->rqs, st->rqs + first, st->n * sizeof(*st->rqs));
+		for (uint32_t q = 0; q < st->n; q++) {
+			s->requests++;
+			s->with_reply += st->rqs[q].reply_field != RQ_FIELD_NONE;
+		}
 		if (!st->n) {
+			free(st->rqs);
 			free(st->mrs);
 			continue;
 		}
@@ -308,8 +318,9 @@ static int finish_streams(struct loader *L)
 	}
 	s->nstreams = k;
 	if (!k)
-		return fail(L, "the capture holds no message from a client to the server (%s, NIC %u pid %u)",
-			    s->server_prog, s->server_nic, s->server_pid);
+		return fail(L, "the capture holds no message from a client to the server (%s, NIC %u pid %u)%s",
+			    s->server_prog, s->server_nic, s->server_pid,
+			    o && o->range ? " in the requests range" : "");
 	return 0;
 }
 
@@ -368,7 +379,7 @@ int replay_script_load(const char *path, const struct replay_script_opts *o, str
 	if (!rc)
 		rc = build_streams(&L);
 	if (!rc)
-		rc = finish_streams(&L);
+		rc = finish_streams(&L, o);
 	if (!rc && (!o || o->addr_offsets_auto))
 		find_addr_offsets(s);
 	for (uint32_t i = 0; !rc && o && !o->addr_offsets_auto && i < s->nstreams; i++) {

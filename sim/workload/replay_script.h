@@ -71,6 +71,10 @@ struct replay_script_opts {
 	bool addr_offsets_auto;       /* false: use addr_off[] below (possibly none) */
 	uint32_t addr_off[RQ_MAX_ADDR_OFFSETS];
 	uint32_t naddr_off;
+	/* With `range`, each client's requests first..last (0-based, inclusive) are replayed: e.g. the steady
+	 * part of a benchmark client, without its setup and shutdown RPCs. */
+	bool range;
+	uint32_t first, last;
 };
 
 struct replay_script {

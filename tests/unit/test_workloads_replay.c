@@ -222,6 +222,17 @@ Test(replay_script, links_responses_finds_addresses_and_regions)
 	cr_assert_null(rq_stream_mr(a, 0x10000 + REGION - 4, 8), "crosses the region's end");
 	cr_assert_null(rq_stream_mr(a, 0x30000, 1));
 	replay_script_free(&s);
+	/* The steady part only: requests 1..1 of each client (the range is applied after linking). */
+	struct replay_script_opts r = { .addr_offsets_auto = true, .range = true, .first = 1, .last = 1 };
+	cr_assert_eq(replay_script_load(p, &r, &s, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.requests, 2);
+	cr_assert_eq(s.streams[0].n, 1);
+	cr_assert_eq(s.streams[0].rqs[0].data, 102);
+	cr_assert_eq(s.streams[0].rqs[0].reply_field, RQ_FIELD_DATA);
+	replay_script_free(&s);
+	r.first = r.last = 7;
+	cr_assert_eq(replay_script_load(p, &r, &s, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "range"), "%s", err);
 	/* No client talks to a process of that name. */
 	o.server_process = "nobody";
 	cr_assert_eq(replay_script_load(p, &o, &s, err, sizeof(err)), -1);
