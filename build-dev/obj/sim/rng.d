@@ -1,2 +1,0 @@
-build-dev/obj/sim/rng.o: sim/rng.c sim/rng.h
-sim/rng.h:

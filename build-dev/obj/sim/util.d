@@ -1,2 +1,0 @@
-build-dev/obj/sim/util.o: sim/util.c sim/util.h
-sim/util.h:
