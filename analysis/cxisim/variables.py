@@ -1,0 +1,130 @@
+"""Template variables: the types and ranges a scenario template declares, checked before it is rendered.
+
+A template declares its variables in a Jinja2 comment that starts with `variables:` (so the rendered text
+does not change; the rest of that line is free text), one per line:
+
+    {#- variables: types and ranges, checked before rendering
+        clients: int 1..1104896
+        load: number 0..1
+        strategy: word
+        mr_method: one of optimized, standard, prov_key_cache, match_events
+        victim: bool
+    #}
+
+`int LO..HI` takes an integer (or an integral number such as 1e6), `number LO..HI` any finite number,
+`bool` true or false, `word` a string of letters, digits and `_.+-` (a name the engine checks, safe to
+write unquoted into YAML), `one of A, B` one of those words.  A template with such a block must declare
+every variable it uses; a value given with --set (or a sweep) is checked before anything is rendered, so a
+template never divides by a zero or loops over a range it was not meant to.  Templates without a block
+take any value (rendering errors are still reported as one line).
+"""
+import math
+import re
+
+from . import InputError
+from .inputs import as_int, show
+
+_BLOCK_RE = re.compile(r"\{#-?\s*variables:[^\n]*\n(.*?)-?#\}", re.S)
+_DECL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*?)\s*")
+_RANGE_RE = re.compile(r"(int|number)\s+(\S+?)\s*\.\.\s*(\S+)")
+WORD_RE = re.compile(r"[A-Za-z0-9_.+-]{1,255}")
+
+
+class Var:
+    def __init__(self, name, kind, lo=None, hi=None, choices=None):
+        self.name, self.kind, self.lo, self.hi, self.choices = name, kind, lo, hi, choices
+
+    def check(self, v):
+        """The value, normalised (an integral float as int); raises ValueError(problem)."""
+        if self.kind == "int":
+            x = as_int(v)
+            if x is None:
+                raise ValueError(f"expected an integer, got {show(v)}")
+        elif self.kind == "number":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"expected a number, got {show(v)}")
+            x = v
+        elif self.kind == "bool":
+            if not isinstance(v, bool):
+                raise ValueError(f"expected true or false, got {show(v)}")
+            return v
+        elif self.kind == "word":
+            if not isinstance(v, str) or not WORD_RE.fullmatch(v):
+                raise ValueError(f"expected a word (letters, digits, '_', '.', '+', '-'), got {show(v)}")
+            return v
+        else:
+            if v not in self.choices:
+                raise ValueError(f"expected one of {', '.join(self.choices)}, got {show(v)}")
+            return v
+        if not self.lo <= x <= self.hi:
+            raise ValueError(f"value {show(v)} out of range [{show(self.lo)}, {show(self.hi)}]")
+        return x
+
+
+def _number(s, kind):
+    from .yaml12 import load
+    try:
+        v = load(s)
+    except Exception:
+        v = None
+    x = as_int(v) if kind == "int" else v
+    if x is None or isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise ValueError(s)
+    return x
+
+
+def _parse_decl(name, spec):
+    m = _RANGE_RE.fullmatch(spec)
+    if m:
+        kind = m.group(1)
+        lo, hi = _number(m.group(2), kind), _number(m.group(3), kind)
+        if lo > hi:
+            raise ValueError(spec)
+        return Var(name, kind, lo, hi)
+    if spec in ("bool", "word"):
+        return Var(name, spec)
+    if spec.startswith("one of "):
+        choices = [c.strip() for c in spec[7:].split(",")]
+        if all(WORD_RE.fullmatch(c) for c in choices):
+            return Var(name, "choice", choices=choices)
+    raise ValueError(spec)
+
+
+def declared(path, text):
+    """{name: Var} of the template's `variables:` block; None when it has none."""
+    m = _BLOCK_RE.search(text)
+    if not m:
+        return None
+    line0 = text.count("\n", 0, m.start(1)) + 1
+    out = {}
+    for i, line in enumerate(m.group(1).split("\n")):
+        if not line.strip():
+            continue
+        d = _DECL_RE.fullmatch(line.strip())
+        try:
+            if not d:
+                raise ValueError(line.strip())
+            if d.group(1) in out:
+                raise ValueError(f"{d.group(1)} declared twice")
+            out[d.group(1)] = _parse_decl(d.group(1), d.group(2))
+        except ValueError as e:
+            raise InputError(f"{path}:{line0 + i}: variables: cannot read declaration '{e}' (expected NAME: "
+                             f"int LO..HI, number LO..HI, bool, word or one of A, B, ...)") from None
+    return out
+
+
+def check(path, decl, used, tvars):
+    """Check the template variables given (`tvars`, {name: value}) against the declarations."""
+    if decl is None:
+        return tvars
+    missing = sorted(used - set(decl))
+    if missing:
+        raise InputError(f"{path}: template variable '{missing[0]}': used but not declared in the template's "
+                         f"variables block")
+    out = {}
+    for k, v in tvars.items():
+        try:
+            out[k] = decl[k].check(v)
+        except ValueError as e:
+            raise InputError(f"{path}: template variable '{k}': {e}") from None
+    return out
