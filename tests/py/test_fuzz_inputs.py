@@ -5,7 +5,8 @@ without a traceback or a signal, write nothing outside its --out, and leave no p
 mutations are in tests/py/fuzz_mutator.py; a failure names the seed and the case index, which reproduce it.
 
 The front-end cases run `cxisim run` in a forked copy of this process (the `cxisim` script is just
-`sys.exit(cli.main())`; forking saves the interpreter start), and every 20th case through the real script.
+`sys.exit(cli.main())`; forking saves the interpreter start), and every 20th case through the real script;
+two cases run at a time.
 """
 import collections
 import io
@@ -18,14 +19,14 @@ import sys
 import time
 import traceback
 
-import pytest
-from conftest import BUILD, CXISIM, ENGINE, REPO
+from conftest import BUILD, CXISIM, REPO
 from fuzz_mutator import ConfigMutator, ScenarioMutator
 from workloads_common import SMALL
 
 SEED = 20240610
 FRONT_CASES = 120
 ENGINE_CASES = 180
+JOBS = 2  # cases run at once (the machine's cores)
 CASE_TIMEOUT_S = 60  # a hang, not a slow case: the corpus runs stop after 5,000 events
 
 LIMIT = "engine:\n  event_limit: 5000\n"
@@ -102,60 +103,65 @@ def _tree(root):
     return out
 
 
-def _forked_cli(argv, cwd, stdout, stderr, timeout):
-    """Run cxisim's main(argv) in a child as the `cxisim` script would; returns (status, timed out)."""
+def _start_cli(argv, cwd, stdout, stderr, script):
+    """Start `cxisim argv` in cwd, in its own process group: the real script (script=True) or cxisim's
+    main(argv) in a forked child, as the script would run it.  Returns the pid."""
     pid = os.fork()
-    if pid == 0:  # child: never return into pytest
+    if pid:
+        return pid
+    code = 1  # the child: never returns into pytest
+    try:
+        os.setpgid(0, 0)
+        os.chdir(cwd)
+        for fd, path in ((1, stdout), (2, stderr)):
+            f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(f, fd)
+            os.close(f)
+        if script:
+            os.environ["CXISIM_BUILD"] = BUILD
+            os.execv(sys.executable, [sys.executable, CXISIM, *argv])
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                      errors="backslashreplace", line_buffering=True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        from cxisim.cli import main
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code
+        code = 0 if code is None else code if isinstance(code, int) else 1
+    except BaseException:  # what the interpreter does with an uncaught exception
+        traceback.print_exc()
         code = 1
+    finally:
         try:
-            os.setpgid(0, 0)
-            os.chdir(cwd)
-            for fd, path in ((1, stdout), (2, stderr)):
-                f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                os.dup2(f, fd)
-                os.close(f)
-            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
-            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                          errors="backslashreplace", line_buffering=True)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            from cxisim.cli import main
-            try:
-                code = main(argv)
-            except SystemExit as e:
-                code = e.code
-            code = 0 if code is None else code if isinstance(code, int) else 1
-        except BaseException:  # what the interpreter does with an uncaught exception
-            traceback.print_exc()
-            code = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
         finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(code & 0xFF)
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status), False
-        if time.monotonic() > deadline:
-            os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return None, True
+            os._exit(code & 0xFF)
+
+
+def _run_all(starts, jobs):
+    """Run the cases (callables starting one and returning its pid), `jobs` at a time; returns
+    [(status or None, timed out, seconds)] in case order."""
+    results, running, todo = [None] * len(starts), {}, list(enumerate(starts))
+    while todo or running:
+        while todo and len(running) < jobs:
+            i, start = todo.pop(0)
+            running[start()] = (i, time.monotonic())
+        for pid, (i, t0) in list(running.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                results[i] = (os.waitstatus_to_exitcode(status), False, time.monotonic() - t0)
+            elif time.monotonic() - t0 > CASE_TIMEOUT_S:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                results[i] = (None, True, time.monotonic() - t0)
+            else:
+                continue
+            del running[pid]
         time.sleep(0.005)
-
-
-def _script_cli(argv, cwd, stdout, stderr, timeout):
-    env = dict(os.environ, CXISIM_BUILD=BUILD)
-    with open(stdout, "wb") as o, open(stderr, "wb") as e:
-        p = subprocess.Popen([sys.executable, CXISIM, *argv], cwd=cwd, env=env, stdout=o, stderr=e,
-                             start_new_session=True)
-        try:
-            return p.wait(timeout=timeout), False
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            return None, True
+    return results
 
 
 def _lines(path):
@@ -211,8 +217,7 @@ def test_fuzz_scenarios_through_cxisim_run(tmp_path, engine):
     rng = random.Random(SEED)
     mut = ScenarioMutator(rng)
     base = corpus()
-    counts, failures, slow = collections.Counter(), [], []
-    t0 = time.monotonic()
+    cases, starts = [], []
     for i in range(FRONT_CASES):
         name, text, fixed = base[i % len(base)]
         data, args = mut.mutate(text)
@@ -220,21 +225,22 @@ def test_fuzz_scenarios_through_cxisim_run(tmp_path, engine):
         case.mkdir(parents=True)
         (case / "scenario.yaml.j2").write_bytes(data)
         argv = ["run", "scenario.yaml.j2", "--out", "out", "--quiet", *fixed, *args]
-        runner = _script_cli if i % 20 == 0 else _forked_cli
-        t1 = time.monotonic()
-        rc, timed_out = runner(argv, str(case), str(case / "stdout"), str(case / "stderr"), CASE_TIMEOUT_S)
-        slow.append((time.monotonic() - t1, i, name, rc))
+        cases.append((name, args, case))
+        starts.append(lambda argv=argv, case=case, i=i: _start_cli(
+            argv, str(case), str(case / "stdout"), str(case / "stderr"), script=i % 20 == 0))
+    t0 = time.monotonic()
+    results = _run_all(starts, JOBS)
+    elapsed = time.monotonic() - t0
+    counts, failures = collections.Counter(), []
+    for i, ((name, args, case), (rc, timed_out, _)) in enumerate(zip(cases, results)):
         counts["timeout" if timed_out else rc] += 1
         out_lines, err_lines = _lines(case / "stdout"), _lines(case / "stderr")
         bad = check_front_case(tmp_path / f"c{i}", str(case), rc, timed_out, out_lines, err_lines)
         if bad:
             failures.append(f"case {i} ({name}, args {args}): {'; '.join(bad)}; stderr: {err_lines[-1:]}")
-        if not bad and rc != 0:  # keep the disk use small; failed cases stay for inspection
-            import shutil
-            shutil.rmtree(tmp_path / f"c{i}")
-    summary = _summary("scenario", counts, failures, time.monotonic() - t0)
+    summary = _summary("scenario", counts, failures, elapsed)
     print(summary)
-    print("slowest:", sorted(slow, reverse=True)[:12])
+    print("slowest:", sorted(((round(r[2], 2), i) for i, r in enumerate(results)), reverse=True)[:8])
     assert not failures, summary + "\n" + "\n".join(failures[:40])
 
 
@@ -253,54 +259,59 @@ def engine_corpus():
     return out
 
 
+def _engine_case(engine, case, data):
+    (case / "out").mkdir(parents=True)
+    (case / "scenario.json").write_bytes(data)
+    try:
+        p = subprocess.run([engine, "--config", str(case / "scenario.json"), "--out", str(case / "out"),
+                            "--source", "fuzz.yaml.j2", "--quiet"], capture_output=True, timeout=CASE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, True, []
+    return p.returncode, False, p.stderr.decode("utf-8", "replace").splitlines()
+
+
+def check_engine_case(case, rc, timed_out, err):
+    if timed_out:
+        return [f"no end within {CASE_TIMEOUT_S} s"]
+    bad = []
+    if rc not in (0, 1, 2):
+        bad.append(f"status {rc}" + (" (signal)" if rc < 0 else ""))
+    if rc == 0 and len(err) > 1:  # a model may say one thing (see check_front_case)
+        bad.append(f"success printed {err[:3]}")
+    if rc != 0 and len(err) != 1:
+        bad.append(f"failure should print one line, got {err[:4]}")
+    files = set(os.listdir(case / "out"))
+    if rc != 0 and files:
+        bad.append(f"a failed run left {sorted(files)}")
+    if rc == 0 and files - RUN_FILES:
+        bad.append(f"unexpected outputs {sorted(files - RUN_FILES)}")
+    if set(os.listdir(case)) != {"scenario.json", "out"}:
+        bad.append(f"wrote outside --out: {sorted(set(os.listdir(case)) - {'scenario.json', 'out'})}")
+    if rc == 0:
+        with open(case / "out" / "metrics.json", "rb") as f:
+            try:
+                json.loads(f.read())
+            except ValueError as e:
+                bad.append(f"metrics.json is not JSON: {e}")
+    return bad
+
+
 def test_fuzz_configs_through_engine(tmp_path, engine):
+    import concurrent.futures
     rng = random.Random(SEED + 1)
     mut = ConfigMutator(rng)
     base = engine_corpus()
-    counts, failures = collections.Counter(), []
+    data = [mut.mutate(base[i % len(base)]) for i in range(ENGINE_CASES)]
     t0 = time.monotonic()
-    for i in range(ENGINE_CASES):
-        data = mut.mutate(base[i % len(base)])
-        case = tmp_path / f"e{i}"
-        (case / "out").mkdir(parents=True)
-        (case / "scenario.json").write_bytes(data)
-        try:
-            p = subprocess.run([engine, "--config", str(case / "scenario.json"), "--out", str(case / "out"),
-                                "--source", "fuzz.yaml.j2", "--quiet"], capture_output=True,
-                               timeout=CASE_TIMEOUT_S)
-            rc, timed_out = p.returncode, False
-        except subprocess.TimeoutExpired:
-            rc, timed_out = None, True
+    with concurrent.futures.ThreadPoolExecutor(JOBS) as ex:
+        results = list(ex.map(lambda i: _engine_case(engine, tmp_path / f"e{i}", data[i]), range(ENGINE_CASES)))
+    elapsed = time.monotonic() - t0
+    counts, failures = collections.Counter(), []
+    for i, (rc, timed_out, err) in enumerate(results):
         counts["timeout" if timed_out else rc] += 1
-        bad = []
-        err = [] if timed_out else p.stderr.decode("utf-8", "replace").splitlines()
-        if timed_out:
-            bad.append(f"no end within {CASE_TIMEOUT_S} s")
-        else:
-            if rc not in (0, 1, 2):
-                bad.append(f"status {rc}" + (" (signal)" if rc < 0 else ""))
-            if rc == 0 and len(err) > 1:
-                bad.append(f"success printed {err[:3]}")
-            if rc != 0 and len(err) != 1:
-                bad.append(f"failure should print one line, got {err[:4]}")
-            files = set(os.listdir(case / "out"))
-            if rc != 0 and files:
-                bad.append(f"a failed run left {sorted(files)}")
-            if rc == 0 and files - RUN_FILES:
-                bad.append(f"unexpected outputs {sorted(files - RUN_FILES)}")
-            if set(os.listdir(case)) != {"scenario.json", "out"}:
-                bad.append(f"wrote outside --out: {sorted(set(os.listdir(case)) - {'scenario.json', 'out'})}")
-            if rc == 0:
-                with open(case / "out" / "metrics.json", "rb") as f:
-                    try:
-                        json.loads(f.read())
-                    except ValueError as e:
-                        bad.append(f"metrics.json is not JSON: {e}")
+        bad = check_engine_case(tmp_path / f"e{i}", rc, timed_out, err)
         if bad:
             failures.append(f"case {i}: {'; '.join(bad)}; stderr: {err[-1:]}")
-        else:
-            import shutil
-            shutil.rmtree(case)
-    summary = _summary("engine config", counts, failures, time.monotonic() - t0)
+    summary = _summary("engine config", counts, failures, elapsed)
     print(summary)
     assert not failures, summary + "\n" + "\n".join(failures[:40])
