@@ -445,14 +445,10 @@ int cxip_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_
 		return -FI_EINVAL;
 	if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE)
 		return -FI_EINVAL;
-	if (attr->rx_ctx_bits)
-		return -FI_EINVAL; /* no scalable endpoints */
-	if (attr->name)
-		return -FI_ENOSYS; /* no shared AVs */
-	if (attr->flags & ~(FI_AV_USER_ID | FI_SYMMETRIC | FI_READ))
+	/* Upstream cxi's checks: no scalable endpoints, no shared (named or FI_READ) AVs, no FI_EVENT
+	 * (inserts complete synchronously); other flags (FI_SYMMETRIC) are accepted. */
+	if (attr->rx_ctx_bits || attr->name || (attr->flags & (FI_READ | FI_EVENT)))
 		return -FI_EINVAL;
-	if (attr->flags & FI_EVENT)
-		return -FI_ENOSYS;
 	if ((attr->flags & FI_AV_USER_ID) && !((dom->caps | dom->info->domain_attr->caps) & FI_AV_USER_ID))
 		return -FI_EINVAL;
 	struct cxip_av *av = calloc(1, sizeof(*av));

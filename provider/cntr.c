@@ -139,12 +139,18 @@ static struct fi_ops_cntr cntr_ops = {
 int cxip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **out, void *context)
 {
 	struct cxip_domain *dom = (struct cxip_domain *)domain;
-	if (!domain || !attr || !out)
+	/* Upstream cxi's rules: no attributes means the defaults; events are completions or bytes
+	 * (FI_CXI_CNTR_EVENTS_BYTES); FI_CXI_CNTR_CACHED (read the last written-back value) is the only flag,
+	 * and every read here is of the written-back value anyway. */
+	struct fi_cntr_attr def = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_YIELD };
+	if (!domain || !out)
 		return -FI_EINVAL;
-	if (attr->events != FI_CNTR_EVENTS_COMP)
+	if (!attr)
+		attr = &def;
+	if (attr->events != FI_CNTR_EVENTS_COMP && attr->events != FI_CXI_CNTR_EVENTS_BYTES)
 		return -FI_ENOSYS;
-	if (attr->flags)
-		return -FI_EINVAL;
+	if (attr->flags & ~FI_CXI_CNTR_CACHED)
+		return -FI_ENOSYS;
 	enum fi_wait_obj wait = attr->wait_obj;
 	if (cxip_wait_obj_choose(&wait, false))
 		return -FI_ENOSYS;
@@ -153,7 +159,8 @@ int cxip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct 
 		return -FI_ENOMEM;
 	struct ctl_ct_open_rep rep;
 	int fds[2], nfds = 2;
-	int ret = cxip_dev_call(dom->dev, CTL_CT_OPEN, NULL, 0, &rep, sizeof(rep), fds, &nfds);
+	struct ctl_ct_open_req req = { .events = attr->events == FI_CXI_CNTR_EVENTS_BYTES };
+	int ret = cxip_dev_call(dom->dev, CTL_CT_OPEN, &req, sizeof(req), &rep, sizeof(rep), fds, &nfds);
 	if (ret || nfds != 2 || rep.bytes < sizeof(struct ct_shm)) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);

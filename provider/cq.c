@@ -398,12 +398,18 @@ static uint32_t pow2_at_least(size_t n)
 int cxip_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **out, void *context)
 {
 	struct cxip_domain *dom = (struct cxip_domain *)domain;
-	if (!domain || !attr || !out)
+	/* Upstream cxi's rules: no attributes means the defaults; FI_AFFINITY is accepted and its signaling
+	 * vector ignored (Mercury sets it whenever the process is bound to one core); peer CQs are not
+	 * offered; any other flag is invalid. */
+	struct fi_cq_attr def = { .format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE };
+	if (!domain || !out)
 		return -FI_EINVAL;
-	if (attr->flags & ~(FI_AFFINITY))
-		return -FI_EINVAL;
-	if (attr->flags & FI_AFFINITY)
+	if (!attr)
+		attr = &def;
+	if (attr->flags & FI_PEER)
 		return -FI_ENOSYS;
+	if (attr->flags & ~FI_AFFINITY)
+		return -FI_EINVAL;
 	size_t esize;
 	switch (attr->format) {
 	case FI_CQ_FORMAT_UNSPEC:

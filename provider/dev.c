@@ -432,6 +432,18 @@ out:
 	return ret;
 }
 
+/* The connection of a process whose provider was cleaned up: kept (never freed) so threads still inside
+ * the provider find a dead connection.  Leak checkers are told it is kept on purpose (the weak symbol is
+ * LeakSanitizer's, present only in sanitized processes). */
+static struct cxip_dev *finished_dev;
+extern void __lsan_ignore_object(const void *p) __attribute__((weak));
+
+/* libfabric's cleanup, run by its destructor when the process exits -- possibly while other threads are
+ * still inside the provider (a Mercury server calls exit() from one thread while others poll or block on
+ * the CQ).  Say goodbye to the daemon, then make every call of those threads fail with -FI_EIO and wake
+ * the blocked ones, but free and unmap nothing: they may be reading the connection, a ring or a counter
+ * page at this moment.  The provider library itself stays mapped (linked with -z nodelete), so no thread
+ * returns into unloaded code; the process's end releases the rest. */
 void cxip_dev_fini(void)
 {
 	pthread_mutex_lock(&dev_lock);
@@ -445,9 +457,11 @@ void cxip_dev_fini(void)
 	ssize_t r = write(dev->wake_pipe[1], &c, 1);
 	(void)r;
 	pthread_join(dev->watchdog, NULL);
-	close(dev->wake_pipe[0]);
-	close(dev->wake_pipe[1]);
-	dev_free(dev);
+	atomic_store(&dev->dead, 1);
+	wake_waiters(dev);
+	finished_dev = dev;
+	if (__lsan_ignore_object)
+		__lsan_ignore_object(dev);
 }
 
 /* ---- thread slots (per-thread state for the virtual-time mode) ---- */

@@ -98,10 +98,12 @@ int cxip_one_iov(const struct iovec *iov, size_t count, void **buf, size_t *len)
 
 static int bind_cq(struct cxip_ep *ep, struct cxip_cq *cq, uint64_t flags)
 {
+	/* libfabric's bind rules, as upstream applies them: unknown flags are -FI_EBADFLAGS; a bind that names
+	 * neither direction binds nothing and succeeds. */
 	if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
 		return -FI_EBADFLAGS;
 	if (!(flags & (FI_TRANSMIT | FI_RECV)))
-		return -FI_EBADFLAGS;
+		return 0;
 	if (cq->dom != ep->dom)
 		return -FI_EINVAL;
 	if (((flags & FI_TRANSMIT) && ep->tx_cq) || ((flags & FI_RECV) && ep->rx_cq))
@@ -130,10 +132,12 @@ static int bind_cntr(struct cxip_ep *ep, struct cxip_cntr *c, uint64_t flags)
 	static const uint64_t kinds[] = { FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE };
 	struct cxip_cntr **slots[] = { &ep->send_cntr, &ep->recv_cntr, &ep->read_cntr, &ep->write_cntr,
 				       &ep->rem_read_cntr, &ep->rem_write_cntr };
-	if (!flags || (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+	if (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))
 		return -FI_EBADFLAGS;
 	if (c->dom != ep->dom)
 		return -FI_EINVAL;
+	if (!flags)
+		return 0; /* as upstream: a bind naming no event binds nothing */
 	/* Remote-access counters need an endpoint created with FI_RMA_EVENT (fi_endpoint(3)). */
 	if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !(ep->caps & FI_RMA_EVENT))
 		return -FI_EINVAL;
@@ -173,6 +177,8 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_CNTR:
 		return bind_cntr(ep, (struct cxip_cntr *)bfid, flags);
 	case FI_CLASS_EQ:
+		if (flags)
+			return -FI_EBADFLAGS;
 		if (ep->eq)
 			return -FI_EINVAL;
 		ep->eq = (struct cxip_eq *)bfid;

@@ -167,9 +167,16 @@ static struct fi_ops_eq eq_ops = {
 int cxip_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **out, void *context)
 {
 	struct cxip_fabric *fab = (struct cxip_fabric *)fabric;
-	if (!fabric || !attr || !out)
+	/* As upstream (libfabric's util EQ checks): no attributes means the defaults; FI_AFFINITY is accepted
+	 * and its signaling vector ignored; peer EQs are not offered. */
+	struct fi_eq_attr def = { .wait_obj = FI_WAIT_NONE };
+	if (!fabric || !out)
 		return -FI_EINVAL;
-	if (attr->flags & ~(FI_WRITE))
+	if (!attr)
+		attr = &def;
+	if (attr->flags & FI_PEER)
+		return -FI_ENOSYS;
+	if (attr->flags & ~(FI_WRITE | FI_AFFINITY))
 		return -FI_EINVAL;
 	enum fi_wait_obj wait = attr->wait_obj;
 	if (cxip_wait_obj_choose(&wait, false))

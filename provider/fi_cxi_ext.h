@@ -68,6 +68,11 @@ struct cxip_nic_attr {
 
 #define FI_CXI_AV_AUTH_KEY_OPS "cxisim_av_auth_key_v1"
 
+/* Counter attributes (upstream values): count bytes instead of completions (libfabric's later
+ * FI_CNTR_EVENTS_BYTES), and a counter flag asking reads for the last written-back value. */
+#define FI_CXI_CNTR_EVENTS_BYTES 1
+#define FI_CXI_CNTR_CACHED (1ULL << 32)
+
 /* Operations on an AV opened in a domain whose auth_key_size is FI_AV_AUTH_KEY.
  * - insert_auth_key: like fi_av_insert_auth_key(): add an auth key and get an fi_addr naming it.  Must
  *   happen before any endpoint bound to the AV is enabled; -FI_ENOSPC past max_ep_auth_key keys,

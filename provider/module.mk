@@ -26,10 +26,11 @@ $(BUILD)/obj/pic/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
-# The provider links only libfabric (the system one loads it) and never the engine.
+# The provider links only libfabric (the system one loads it) and never the engine.  -z nodelete: libfabric
+# dlcloses providers in its destructor while other threads of an exiting process may still be inside ours.
 $(PROV_LIB): $(PROV_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -o $@ $^ -lfabric -lpthread -ldl
+	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ -lfabric -lpthread -ldl
 
 $(DAEMON): $(DAEMON_OBJS) $(SIM_OBJS)
 	@mkdir -p $(@D)
@@ -52,3 +53,12 @@ provider: $(PROV_LIB) $(DAEMON) $(PROV_PROGS)
 bench-provider: $(PROV_LIB) $(DAEMON)
 	CXISIM_BUILD=$(BUILD) $(PYTHON) provider/bench_pingpong.py
 BENCH_TARGETS += bench-provider
+
+# CI: several processes per simulated node (a server and three clients, then Open MPI with 4 ranks) against
+# a daemon and a provider built with ASan and UBSan, whatever the main build is.
+.PHONY: san-multiproc
+san-multiproc:
+	$(MAKE) SANITIZE=1 build-san/bin/cxisimd build-san/provider/libcxisim-fi.so \
+		build-san/tests/provider/prov_fanin build-san/tests/provider/mpi_checks
+	CXISIM_BUILD=build-san $(PYTHON) -m pytest -q tests/py/test_provider_robust.py -k several_processes
+CHECK_TARGETS += san-multiproc

@@ -96,6 +96,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* A private daemon is double-forked by its starter and reparented: it has no owner.  Otherwise its
+	 * parent (`cxisim exec`) owns it and alone may ask it to stop over the socket. */
+	d.owner_pid = d.private_mode ? 0 : getppid();
 	d.sc = load(config, source);
 	d.sim = d.sc->sim;
 	d.emu = emu_get(d.sim);

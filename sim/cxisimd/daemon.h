@@ -89,6 +89,7 @@ struct dct {
 	int efd;
 	struct ct_shm *shm;
 	uint32_t users;
+	bool bytes;           /* FI_CXI_CNTR_EVENTS_BYTES: a success adds its length, a failure 1 */
 };
 
 struct dop;
@@ -166,6 +167,7 @@ struct daemon {
 	ev_io listen_io;
 	char sock_path[108];
 	bool private_mode;
+	pid_t owner_pid;      /* the process that started this daemon (0: none, a private daemon) */
 	double linger_s;
 	ev_timer linger;
 	ev_timer step_timer;
@@ -208,6 +210,8 @@ int mr_close(struct dmr *mr, uint32_t seq, bool *deferred);
 void mr_abandon(struct dmr *mr);
 void queue_flush_backlog(struct dqueue *q);
 void ct_add(struct dct *ct, bool failure, uint64_t n);
+/* Count one operation of `len` bytes in its counter's unit (operations or bytes). */
+void ct_count(struct dct *ct, bool failure, uint64_t len);
 
 
 /* host.c */

@@ -32,6 +32,12 @@ void ct_add(struct dct *ct, bool failure, uint64_t n)
 	}
 }
 
+void ct_count(struct dct *ct, bool failure, uint64_t len)
+{
+	if (ct)
+		ct_add(ct, failure, ct->bytes && !failure ? len : 1);
+}
+
 /* ---- event queues ---- */
 
 static void evq_doorbell(struct dqueue *q)
@@ -188,8 +194,8 @@ static void on_remote_access(struct dep *ep, const struct sw_comp *c)
 	struct dmr *mr = c->op_context;
 	bool fail = c->err != 0, write = (c->flags & FI_REMOTE_WRITE) != 0;
 	if (mr && mr->ct && (mr->ct_flags & (write ? MRF_CT_REMOTE_WRITE : MRF_CT_REMOTE_READ)))
-		ct_add(mr->ct, fail, 1);
-	ct_add(ep->cts[write ? EPC_REM_WRITE : EPC_REM_READ], fail, 1);
+		ct_count(mr->ct, fail, c->len);
+	ct_count(ep->cts[write ? EPC_REM_WRITE : EPC_REM_READ], fail, c->len);
 	/* fi_writedata: the data goes to the CQ bound for receives (FI_RECV includes FI_REMOTE_WRITE), with the
 	 * MR's context, as upstream writes it; a failed access is reported to the initiator only. */
 	if ((c->flags & FI_REMOTE_CQ_DATA) && !fail && mr)
@@ -222,7 +228,7 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 	case CXS_CMD_WRITE: ct = ep->cts[EPC_WRITE]; break;
 	case CXS_CMD_READ: ct = ep->cts[EPC_READ]; break;
 	}
-	ct_add(ct, fail, 1);
+	ct_count(ct, fail, c->len);
 	if (fail || (op->cflags & CXS_F_COMPLETION))
 		post_event(ep, q, op->context, c);
 	bool last = op->op != CXS_CMD_RECV || !(op->cflags & CXS_F_MULTI_RECV) || (c->flags & FI_MULTI_RECV);

@@ -144,6 +144,12 @@ struct ct_shm {
 	uint32_t pad;
 };
 
+/* CTL_CT_OPEN's optional body (absent: completions are counted). */
+struct ctl_ct_open_req {
+	uint32_t events; /* FI_CNTR_EVENTS_COMP (0) or FI_CXI_CNTR_EVENTS_BYTES (1) */
+	uint32_t pad;
+};
+
 struct ctl_ct_open_rep {
 	uint32_t id;
 	uint32_t pad;

@@ -171,9 +171,19 @@ static int op_queue_open(struct client *c, const struct ctl_queue_open_req *req,
 	return 0;
 }
 
-static int op_ct_open(struct client *c, struct ctl_ct_open_rep *rep, int *fds, int *nfds)
+static int op_ct_open(struct client *c, const void *body, size_t blen, struct ctl_ct_open_rep *rep, int *fds,
+		      int *nfds)
 {
+	struct ctl_ct_open_req req = { 0 };
+	if (blen) {
+		if (blen != sizeof(req))
+			return -EINVAL;
+		memcpy(&req, body, sizeof(req));
+		if (req.events > 1)
+			return -EINVAL;
+	}
 	struct dct *ct = xcalloc(1, sizeof(*ct));
+	ct->bytes = req.events == 1;
 	ct->o.kind = OBJ_CT;
 	ct->map_len = 4096;
 	int fd = shm_create("cxisim-ct", ct->map_len, &ct->map);
@@ -377,7 +387,8 @@ static void handle_request(struct client *c, const char *buf, size_t n)
 		ret = -EINVAL;                                                                               \
 		break;                                                                                       \
 	}
-	if (!c->attached && h.op != CTL_ATTACH && h.op != CTL_STATUS && h.op != CTL_SHUTDOWN) {
+	/* Before attach a client may only attach or read the status; everything else needs an identity. */
+	if (!c->attached && h.op != CTL_ATTACH && h.op != CTL_STATUS) {
 		server_reply(c, h.seq, -EPROTO, NULL, 0, NULL, 0);
 		return;
 	}
@@ -400,7 +411,7 @@ static void handle_request(struct client *c, const char *buf, size_t n)
 		rlen = sizeof(rep.queue);
 		break;
 	case CTL_CT_OPEN:
-		ret = op_ct_open(c, &rep.ct, fds, &nfds);
+		ret = op_ct_open(c, body, blen, &rep.ct, fds, &nfds);
 		rlen = sizeof(rep.ct);
 		break;
 	case CTL_CT_SET:
@@ -450,6 +461,14 @@ static void handle_request(struct client *c, const char *buf, size_t n)
 		ret = 0;
 		break;
 	case CTL_SHUTDOWN:
+		/* Only the daemon's owner may stop it: the process that started it (`cxisim exec`), as the
+		 * kernel names it, and only once attached.  A private daemon has no owner (its starter double-
+		 * forked it away); its exit-when-idle policy stops it.  Anyone else is refused and changes
+		 * nothing, so one stray message cannot end a daemon other programs of a job share. */
+		if (!d->owner_pid || c->pid != d->owner_pid) {
+			ret = -EPERM;
+			break;
+		}
 		d->private_mode = true;
 		d->linger_s = 0;
 		ret = 0;

@@ -19,7 +19,9 @@ struct cmdrec {
 
 struct nic_cmdq {
 	struct nic_lni *lni;
-	bool target, live, fetch_pending;
+	bool target, live, fetch_pending, space_wanted;
+	void (*on_space)(void *ctx, struct nic_cmdq *q);
+	void *space_ctx;
 	uint32_t slots, used;
 	uint32_t eqn;
 	struct cmdrec *ring;
@@ -54,6 +56,8 @@ int nic_cmdq_alloc(struct nic_lni *lni, const struct nic_cmdq_attr *a, struct ni
 	q->live = true;
 	q->slots = a->slots;
 	q->eqn = a->eqn;
+	q->on_space = a->on_space;
+	q->space_ctx = a->space_ctx;
 	/* The record ring grows on demand up to `slots` (as EQ rings do): endpoints size their queues for the
 	 * worst case, and 53,248 client endpoints with full-size rings would need ~30 GB. */
 	q->cap = a->slots < 16 ? a->slots : 16;
@@ -202,6 +206,7 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 		struct nic *nic = q->lni->nic;
 		(*nic->c.cmdq_full)++;
 		nic_count_limit(nic);
+		q->space_wanted = true;
 		return -ENOSPC;
 	}
 	struct cmdrec *r = &q->ring[(q->head + q->n) % q->cap];
@@ -257,6 +262,10 @@ static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 		} else {
 			nic_tx_submit(nic, w);
 		}
+	}
+	if (q->space_wanted && q->on_space) {
+		q->space_wanted = false;
+		q->on_space(q->space_ctx, q);
 	}
 }
 

@@ -264,6 +264,10 @@ struct nic_cmdq_attr {
 	bool target;      /* target queue (append/unlink/search/setstate) vs transmit queue */
 	uint32_t slots;   /* queue depth in 64-B slots */
 	uint32_t eqn;     /* EQ for this queue's initiator events and COMMAND_FAILURE events (NIC_NONE: none) */
+	/* Called once the NIC has fetched commands from a queue on which an emit found no room: the host's
+	 * view of the queue's read pointer moving (software polls it on Cassini).  NULL: not wanted. */
+	void (*on_space)(void *ctx, struct nic_cmdq *q);
+	void *space_ctx;
 };
 
 enum nic_cmd_op {

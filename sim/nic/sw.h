@@ -246,6 +246,7 @@ struct sw_ep_stats {
 	uint64_t onloaded;                /* unexpected headers moved to software */
 	uint64_t hw_rdzv_gets, sw_rdzv_gets;
 	uint64_t mr_hazards;              /* remote accesses to a closed (cached, still exposed) MR */
+	uint64_t cmdq_backlogged;         /* internal commands that waited for room in a full command queue */
 };
 const struct sw_ep_stats *sw_ep_stats(const struct sw_ep *ep);
 

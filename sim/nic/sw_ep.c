@@ -313,21 +313,93 @@ void sw_fatal(struct sw_ep *ep, const char *fmt, ...)
 	}
 }
 
-/* Internal commands must not be lost: a full queue is a sizing error of the model, not a user condition. */
+static struct sw_backlog **backlog_of(struct sw_ep *ep, struct nic_cmdq *q)
+{
+	return &ep->backlog[q == ep->tgq];
+}
+
+/* Slots kept free for internal commands: an application request (a receive, a send, an RMA, a peek) and
+ * its completion issue a handful of them (append, unlink, search, rendezvous Get, flow-control steps). */
+#define SW_CMDQ_RESERVE 16
+
+bool sw_cmdq_room(struct sw_ep *ep, struct nic_cmdq *q)
+{
+	struct sw_backlog *b = *backlog_of(ep, q);
+	return (!b || !b->n) && nic_cmdq_free_slots(q) > SW_CMDQ_RESERVE;
+}
+
+/* An application request's command: -FI_EAGAIN when the queue has no room for it, as upstream's
+ * fi_send/fi_recv/fi_read return when the command queue is full; the caller progresses and retries. */
 int sw_emit(struct sw_ep *ep, struct nic_cmdq *q, const struct nic_cmd *c)
 {
 	if (ep->closing)
 		return -FI_EINVAL;
+	if (!sw_cmdq_room(ep, q))
+		return -FI_EAGAIN;
 	int rc = nic_cmdq_emit(q, c);
 	if (rc == 0)
 		nic_cmdq_ring(q);
-	return rc;
+	return rc == -ENOSPC ? -FI_EAGAIN : rc;
+}
+
+static void backlog_push(struct sw_backlog **bp, const struct nic_cmd *c)
+{
+	struct sw_backlog *b = *bp ? *bp : (*bp = xcalloc(1, sizeof(**bp)));
+	if (b->n == b->cap) {
+		uint32_t cap = b->cap ? 2 * b->cap : 64;
+		struct nic_cmd *cmds = xmalloc(cap * sizeof(*cmds));
+		for (uint32_t i = 0; i < b->n; i++)
+			cmds[i] = b->cmds[(b->head + i) % b->cap];
+		free(b->cmds);
+		b->cmds = cmds;
+		b->cap = cap;
+		b->head = 0;
+	}
+	b->cmds[(b->head + b->n++) % b->cap] = *c;
+}
+
+/* A command the software layer issues on its own: never lost, never reordered.  With no room it waits
+ * in the queue's backlog until the NIC has fetched (sw_cmdq_space). */
+void sw_emit_internal(struct sw_ep *ep, struct nic_cmdq *q, const struct nic_cmd *c)
+{
+	if (ep->closing) {
+		sw_fatal(ep, "internal command issued while closing (op %u)\n", c->op);
+		return;
+	}
+	struct sw_backlog **bp = backlog_of(ep, q);
+	int rc = *bp && (*bp)->n ? -ENOSPC : nic_cmdq_emit(q, c);
+	if (rc == 0) {
+		nic_cmdq_ring(q);
+		return;
+	}
+	if (rc != -ENOSPC) {
+		sw_fatal(ep, "internal command refused by the NIC (op %u): %d\n", c->op, rc);
+		return;
+	}
+	backlog_push(bp, c);
+	ep->st.cmdq_backlogged++;
+}
+
+/* The NIC fetched from a queue that was full: move waiting internal commands in, in order. */
+void sw_cmdq_space(void *ctx, struct nic_cmdq *q)
+{
+	struct sw_ep *ep = ctx;
+	struct sw_backlog *b = *backlog_of(ep, q);
+	if (!b || ep->closing)
+		return;
+	bool emitted = false;
+	while (b->n && nic_cmdq_emit(q, &b->cmds[b->head]) == 0) {
+		b->head = (b->head + 1) % b->cap;
+		b->n--;
+		emitted = true;
+	}
+	if (emitted)
+		nic_cmdq_ring(q);
 }
 
 static void emit_internal(struct sw_ep *ep, struct nic_cmdq *q, const struct nic_cmd *c)
 {
-	if (sw_emit(ep, q, c))
-		sw_fatal(ep, "internal command queue overflow (op %u)\n", c->op);
+	sw_emit_internal(ep, q, c);
 }
 
 void sw_append(struct sw_ep *ep, uint32_t ptn, uint8_t list, uint16_t buffer_id, uint32_t flags, uint64_t start,
@@ -563,7 +635,8 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 	ep_counters(ep);
 	uint32_t cq = attr->cq_size ? attr->cq_size : ep->env->default_cq_size;
 	const struct sw_costs *k = sw_costs(sim);
-	struct nic_cmdq_attr qa = { .target = false, .slots = 4 * (attr->tx_size + 256), .eqn = NIC_NONE };
+	struct nic_cmdq_attr qa = { .target = false, .slots = 4 * (attr->tx_size + 256), .eqn = NIC_NONE,
+				    .on_space = sw_cmdq_space, .space_ctx = ep };
 	if ((rc = ep_eq(ep, cq + 2, 0, &ep->eq_tx)) || (rc = ep_eq(ep, cq + 2, 2, &ep->eq_rx)) ||
 	    (rc = ep_eq(ep, k->ctrl_eq_slots, 1, &ep->eq_ctrl)))
 		goto fail;
@@ -613,6 +686,11 @@ void sw_ep_close(struct sw_ep *ep)
 	free(ep->closed);
 	free(ep->fatal);
 	free(ep->free_ids);
+	for (unsigned i = 0; i < 2; i++)
+		if (ep->backlog[i]) {
+			free(ep->backlog[i]->cmds);
+			free(ep->backlog[i]);
+		}
 	free(ep);
 }
 

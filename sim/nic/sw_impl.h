@@ -242,6 +242,7 @@ struct sw_ep {
 
 	uint32_t eq_tx, eq_rx, eq_ctrl;
 	struct nic_cmdq *txq, *tgq;
+	struct sw_backlog *backlog[2]; /* [0] txq, [1] tgq: internal commands waiting for room (lazy) */
 	uint32_t rx_ptn, ctrl_ptn, rdzv_ptn;
 	struct sw_obj state_obj;
 
@@ -302,10 +303,23 @@ struct sw_ep {
 	bool closing;
 };
 
+/* Internal commands (appends, unlinks, searches, flow-control steps) that found their command queue full,
+ * in issue order; re-emitted when the NIC has fetched from the queue.  Nothing the software layer issues
+ * on its own is lost or reordered, and the application sees -FI_EAGAIN while the backlog is not empty. */
+struct sw_backlog {
+	struct nic_cmd *cmds;
+	uint32_t head, n, cap;
+};
+
 /* ---------------------------------------------------------------- internal API */
 /* sw_ep.c */
 void sw_fatal(struct sw_ep *ep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sw_emit(struct sw_ep *ep, struct nic_cmdq *q, const struct nic_cmd *c);
+/* Whether an application request may take a slot of q now (-FI_EAGAIN otherwise): nothing waits in the
+ * backlog, and room is left for the internal commands the request and its completions may issue. */
+bool sw_cmdq_room(struct sw_ep *ep, struct nic_cmdq *q);
+void sw_emit_internal(struct sw_ep *ep, struct nic_cmdq *q, const struct nic_cmd *c);
+void sw_cmdq_space(void *ctx, struct nic_cmdq *q);
 void sw_append(struct sw_ep *ep, uint32_t ptn, uint8_t list, uint16_t buffer_id, uint32_t flags, uint64_t start,
 	       uint64_t length, uint32_t min_free, uint32_t match_id, uint64_t mb, uint64_t ib, void *user_ptr);
 void sw_unlink(struct sw_ep *ep, uint32_t ptn, uint8_t list, uint16_t buffer_id, void *user_ptr);
@@ -392,7 +406,7 @@ void sw_ctrl_event(struct sw_ep *ep, const struct nic_event *ev);
 void sw_ctrl_post(struct sw_ep *ep, struct sw_addr dst, uint64_t type, uint32_t drops, struct sw_fc_peer *peer);
 void sw_txc_fc_resume(struct sw_ep *ep, struct sw_addr peer);
 void sw_txc_fini(struct sw_ep *ep);
-int sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, uint64_t mb, uint8_t rdzv_id,
+void sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, uint64_t mb, uint8_t rdzv_id,
 		 uint64_t local, uint32_t len, void *user_ptr, uint32_t index, uint32_t flags);
 
 /* sw_rnr.c */
@@ -400,6 +414,7 @@ void sw_rnr_append_retry(struct sw_ep *ep);
 void sw_rnr_fini(struct sw_ep *ep);
 void sw_rxc_replay(struct sw_ep *ep);
 int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r);
+void sw_txc_emit_send_internal(struct sw_ep *ep, struct sw_req *r);
 void sw_txc_report_send(struct sw_ep *ep, struct sw_req *r, uint8_t rc);
 int sw_rnr_rxc_init(struct sw_ep *ep);
 int sw_rnr_send(struct sw_ep *ep, struct sw_req *r);

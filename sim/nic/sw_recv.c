@@ -196,9 +196,8 @@ static void sw_get_issue(struct sw_ep *ep, struct sw_rmsg *m)
 	ep->st.sw_rdzv_gets++;
 	struct sw_addr src = { .nic = C_MATCH_ID_NIC(m->initiator), .pid = (uint16_t)C_MATCH_ID_PID(m->initiator),
 			       .vni = m->vni };
-	if (sw_issue_get(ep, src, m->remote_offset + m->eager, m->match_bits, m->rendezvous_id, m->buf + m->eager,
-			 m->data_len - m->eager, m, SW_PTL_IDX_RDZV_SRC, 0))
-		sw_fatal(ep, "cannot issue rendezvous Get\n");
+	sw_issue_get(ep, src, m->remote_offset + m->eager, m->match_bits, m->rendezvous_id, m->buf + m->eager,
+		     m->data_len - m->eager, m, SW_PTL_IDX_RDZV_SRC, 0);
 }
 
 /* Fetch the rest of a software-matched rendezvous message; at most FI_CXI_SW_RX_TX_INIT_MAX in flight,
@@ -671,7 +670,7 @@ int sw_recv(struct sw_ep *ep, uint64_t buf, uint64_t len, const struct sw_addr *
 		return -FI_EAGAIN;
 	/* rx_attr.size does not bound posted receives (the provider only pushes back on a saturated EQ); it
 	 * is the threshold of the hybrid pre-emptive checks. */
-	if (sw_eq_saturated(ep, ep->eq_rx))
+	if (sw_eq_saturated(ep, ep->eq_rx) || !sw_cmdq_room(ep, ep->tgq))
 		return -FI_EAGAIN;
 	uint16_t id;
 	if (sw_id_alloc(ep, &id))

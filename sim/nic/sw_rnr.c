@@ -64,8 +64,7 @@ static void rnr_retry(struct sim *sim, void *obj, uint64_t arg)
 	ep->tx_outstanding++;
 	ep->st.total_retries++;
 	(*ep->c_retries)++;
-	if (sw_txc_emit_send(ep, r))
-		sw_fatal(ep, "TX command queue full on an RNR retry\n");
+	sw_txc_emit_send_internal(ep, r);
 }
 
 void sw_rnr_ack(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)

@@ -46,8 +46,7 @@ static void flush_appends(struct sw_ep *ep)
 	c.tgt = (struct nic_tgt_cmd){ .ptn = ep->rx_ptn, .list = C_PTL_LIST_PRIORITY, .le_flags = C_LE_USE_ONCE,
 				      .ctn = NIC_NONE, .match_id = C_MATCH_ID_ANY, .match_bits = ~0ULL,
 				      .user_ptr = (uint64_t)(uintptr_t)&flush_obj };
-	if (sw_emit(ep, ep->tgq, &c))
-		sw_fatal(ep, "cannot queue the append flush\n");
+	sw_emit_internal(ep, ep->tgq, &c);
 }
 
 static void onload_start(struct sw_ep *ep)
@@ -58,8 +57,7 @@ static void onload_start(struct sw_ep *ep)
 	c.tgt = (struct nic_tgt_cmd){ .ptn = ep->rx_ptn, .list = C_PTL_LIST_UNEXPECTED, .ctn = NIC_NONE,
 				      .match_id = C_MATCH_ID_ANY, .ignore_bits = ~0ULL,
 				      .user_ptr = (uint64_t)(uintptr_t)&search_obj };
-	if (sw_emit(ep, ep->tgq, &c))
-		sw_fatal(ep, "cannot queue the unexpected-list onload\n");
+	sw_emit_internal(ep, ep->tgq, &c);
 }
 
 /* One onloaded header (PUT_OVERFLOW from SEARCH_AND_DELETE). */

@@ -59,7 +59,7 @@ int sw_txc_init(struct sw_ep *ep)
 
 /* ---------------------------------------------------------------- commands */
 
-static int emit_put(struct sw_ep *ep, struct sw_req *r)
+static void put_cmd(struct sw_ep *ep, struct sw_req *r, struct nic_cmd *cp)
 {
 	struct nic_cmd c = { 0 };
 	uint64_t mb = (r->tagged ? (SW_MB_TAGGED | (r->tag & SW_TAG_MASK)) : 0) |
@@ -87,10 +87,26 @@ static int emit_put(struct sw_ep *ep, struct sw_req *r)
 		break;
 	}
 	c.dma.match_bits = mb;
+	*cp = c;
+}
+
+/* An application's send: -FI_EAGAIN when the TX queue has no room. */
+static int emit_put(struct sw_ep *ep, struct sw_req *r)
+{
+	struct nic_cmd c;
+	put_cmd(ep, r, &c);
 	return sw_emit(ep, ep->txq, &c);
 }
 
-int sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, uint64_t mb, uint8_t rdzv_id,
+/* A send the software layer issues again on its own (flow-control replay, RNR retry): never lost. */
+static void emit_put_internal(struct sw_ep *ep, struct sw_req *r)
+{
+	struct nic_cmd c;
+	put_cmd(ep, r, &c);
+	sw_emit_internal(ep, ep->txq, &c);
+}
+
+void sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, uint64_t mb, uint8_t rdzv_id,
 		 uint64_t local, uint32_t len, void *user_ptr, uint32_t index, uint32_t flags)
 {
 	struct nic_cmd c = { .op = NIC_CMD_GET };
@@ -99,7 +115,7 @@ int sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, u
 				      .remote_offset = remote_offset, .match_bits = mb, .rendezvous_id = rdzv_id,
 				      .user_ptr = (uint64_t)(uintptr_t)user_ptr, .src_pid = ep->pid, .eqn = ep->eq_rx,
 				      .ctn = NIC_NONE };
-	return sw_emit(ep, ep->txq, &c);
+	sw_emit_internal(ep, ep->txq, &c);
 }
 
 /* ---------------------------------------------------------------- completions */
@@ -220,8 +236,7 @@ void sw_txc_fc_resume(struct sw_ep *ep, struct sw_addr peer)
 			return;
 		}
 		r->rdzv_events = 0;
-		if (emit_put(ep, r))
-			sw_fatal(ep, "TX command queue full during replay\n");
+		emit_put_internal(ep, r);
 	}
 	if (!p->pending_acks)
 		peer_free(ep, p);
@@ -432,6 +447,11 @@ int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r);
 int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r)
 {
 	return emit_put(ep, r);
+}
+
+void sw_txc_emit_send_internal(struct sw_ep *ep, struct sw_req *r)
+{
+	emit_put_internal(ep, r);
 }
 
 void sw_txc_report_send(struct sw_ep *ep, struct sw_req *r, uint8_t rc);

@@ -179,3 +179,15 @@ def test_without_the_cache_a_late_rma_fails_cleanly(run_scenario):
     assert c["timeouts"] > 0 and c["mr_hazards"] == 0, c
     assert s["bulk"]["rma_errors"] > 0, s["bulk"]
     assert c["stuck"] == 0, c
+
+
+def test_full_command_queue_is_eagain_not_fatal(run_scenario):
+    """8,180 receives posted at one instant fill the endpoint's target command queue (4 x (1024 + 1024)
+    slots): the provider layer answers -FI_EAGAIN, the server retries, and the run completes with every RPC
+    answered once (it used to die: "fi_recv on thread 0 failed: -256", engine status -6)."""
+    _, m = run_scenario(SMALL, {"strategy": "standard", "clients": 96, "rpc_server.post_init": 8180})
+    s = m["rpc_server"]
+    assert s["fatal"] == 0, s["fatal_message"]
+    assert s["eagain"] > 0, "the queue never filled: the test no longer exercises the case"
+    assert s["posted_high_water"] == 8180
+    accounting(m)
