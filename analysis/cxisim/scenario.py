@@ -43,9 +43,8 @@ def parse_value(item, raw, what="--set"):
         return ""
     try:
         return yaml12.load(raw)
-    except (Exception, RecursionError) as e:
-        line, problem = yaml12.error_line(e) if hasattr(e, "problem") else (None, str(e) or type(e).__name__)
-        raise InputError(f"{what} '{item}': value is not a YAML scalar: {problem}") from None
+    except Exception as e:  # a YAML error, or nesting deep enough for RecursionError
+        raise InputError(f"{what} '{item}': value is not a YAML scalar: {yaml12.error_line(e)[1]}") from None
 
 
 def parse_sets(items):

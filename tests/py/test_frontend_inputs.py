@@ -100,7 +100,7 @@ def test_undeclared_variable_in_declaring_template(cxisim, tmp_path):
     ("{{ ''.__class__.__mro__ }}", "unsafe"), ("{{ 'x' * 10 ** 10 }}", "out of memory"),
     ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "recursion"),
     ("{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}", "nested too deeply"),
-])
+], ids=lambda v: v[:40] if isinstance(v, str) else None)
 def test_template_errors_are_one_line(cxisim, tmp_path, expr, needle):
     path = write(tmp_path, "t.yaml.j2", SHORT + "description: x" + expr + "\n")
     assert_bad(cxisim("run", path, "--out", "out"), tmp_path, "t.yaml.j2", needle)
@@ -127,7 +127,7 @@ def test_template_errors_are_one_line(cxisim, tmp_path, expr, needle):
         f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefg", "bcdefgh")),
      ["more than 1,000,000 values"]),
     ("hold: {pending: 1}\nhold: {pending: 2}", ["duplicate key 'hold'"]),
-])
+], ids=lambda v: v[:30] if isinstance(v, str) else "")
 def test_values_json_cannot_hold(cxisim, tmp_path, line, needles):
     path = write(tmp_path, "v.yaml.j2", "{% raw %}" + line + "\n{% endraw %}" + SHORT.replace("name: short\n", ""))
     assert_bad(cxisim("run", path, "--out", "out"), tmp_path, "v.yaml.j2", *needles)
@@ -157,7 +157,7 @@ def test_set_value_errors_are_one_line(cxisim, tmp_path):
     ("../../../x", "is not a valid name"), ("a/b", "is not a valid name"), (".hidden", "is not a valid name"),
     ('"a\\0b"', "is not a valid name"), ("n" * 300, "at most 255 bytes"), ("..", "is not a valid name"),
     ("''", "is not a valid name"), ("[a]", "expected a name"),
-])
+], ids=lambda v: v[:20])
 def test_bad_names(cxisim, tmp_path, name, needle):
     path = write(tmp_path, "n.yaml.j2", SHORT.replace("name: short", f"name: {name}"))
     deep = tmp_path / "a" / "b" / "c"
@@ -300,7 +300,7 @@ def test_run_out_that_cannot_be_created(cxisim, tmp_path):
     ('{"engine": {"time_limit_us": NaN}}', ["field 'engine.time_limit_us'", "value nan out of range"]),
     ('{"a": 1,}', ["cannot read config"]),
     ('{"a": \n', ["cannot read config", "line 2", "unexpected end"]),
-])
+], ids=lambda v: v[:30] if isinstance(v, str) else "")
 def test_engine_config_rules(engine, tmp_path, text, needles):
     cfg = tmp_path / "c.json"
     cfg.write_bytes(text.encode("latin-1"))
