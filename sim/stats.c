@@ -274,11 +274,18 @@ uint64_t hist_quantile(const struct histogram *h, double q)
 	uint64_t rank = (uint64_t)(q * (double)h->count); /* entries strictly below the answer */
 	uint64_t seen = 0;
 	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		seen += h->bucket[i];
-		if (seen > rank) {
-			uint64_t lb = hist_lower(i);
-			return lb < h->min ? h->min : lb;
+		uint64_t n = h->bucket[i];
+		if (seen + n <= rank) {
+			seen += n;
+			continue;
 		}
+		/* The samples of the bucket taken as spread evenly over it: the (rank - seen)-th of n sits at the
+		 * middle of its share of the bucket's width. */
+		uint64_t lo = hist_lower(i);
+		uint64_t width = i + 1 < HIST_BUCKETS ? hist_lower(i + 1) - lo : UINT64_MAX - lo;
+		double v = (double)lo + ((double)(rank - seen) + 0.5) / (double)n * (double)width;
+		uint64_t x = v >= (double)h->max ? h->max : (uint64_t)v;
+		return x < h->min ? h->min : x;
 	}
 	return h->max;
 }

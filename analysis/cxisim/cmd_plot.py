@@ -9,7 +9,9 @@ HELP = "draw figures (PNG and SVG) from run directories, with seed 000's publish
 DESCRIPTION = ("Read the run directories given (or found under the directories given, e.g. a sweep's "
                "OUT/NAME) and draw each requested figure as OUT/PREFIX<kind>.png and .svg.  Kinds: rpc-rate "
                "(RPC rate against client processes, log axis), bandwidth, latency, le-use (LE and posted "
-               "receive use over virtual time), mr (MR register/deregister time by method).  The values "
+               "receive use over virtual time), mr (MR register/deregister time by method), rank (policies ranked "
+               "by server RPC rate per client count with 95% confidence intervals; also writes and prints a "
+               "markdown table).  The values "
                "seed 000's text publishes for the scenario's figure are overlaid (dashed; dotted for the "
                "calibration point).")
 
@@ -38,4 +40,7 @@ def main(args):
         for f in plots.plot(runs, kind, base, title=args.title, published=not args.no_published,
                             column=args.column):
             print(f)
+            if f.endswith(".md"):
+                with open(f, encoding="utf-8") as t:
+                    print(t.read(), end="")
     return 0

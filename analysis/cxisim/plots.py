@@ -6,6 +6,7 @@ Kinds:
   latency    RPC latency (p50 solid, p99 dashed) against client processes or request size
   le-use     LE / posted-receive use over virtual time (timeseries.csv), one line per run and column
   mr         MR registration and deregistration time per MR method (bars)
+  rank       policies ranked by RPC rate per client count, with confidence intervals (ranking.py)
 
 A series is the set of scenario fields that vary between runs and are not a function of the x value (so a
 sweep over clients x strategy gives one line per strategy, whatever fields the clients count drives).
@@ -33,7 +34,7 @@ class _Pyplot:
 
 plt = _Pyplot()
 
-KINDS = ("rpc-rate", "bandwidth", "latency", "le-use", "mr")
+KINDS = ("rpc-rate", "bandwidth", "latency", "le-use", "mr", "rank")
 
 Y = {
     "rpc-rate": ("rpc_server.rpc_rate", 1e-6, "aggregate RPC rate (M ops/s)", "ops/s"),
@@ -297,6 +298,9 @@ def plot(runs, kind, base, title=None, published=True, column=None):
         return plot_le_use(runs, base, column or r"le_used|posted|le_high|in_use", title)
     if kind == "mr":
         return plot_mr(runs, base, title, published)
+    if kind == "rank":
+        from . import ranking
+        return ranking.plot_rank(runs, base, title)[0]
     raise InputError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
 
 

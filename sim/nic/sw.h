@@ -77,6 +77,7 @@ struct sw_env {
 	uint32_t rdzv_eager_size;           /* FI_CXI_RDZV_EAGER_SIZE (2048) */
 	uint32_t sw_rx_tx_init_max;         /* FI_CXI_SW_RX_TX_INIT_MAX (1024) */
 	uint64_t rnr_max_timeout_us;        /* FI_CXI_RNR_MAX_TIMEOUT_US (500000; 0: fail on first NACK) */
+	uint64_t rnr_append_retry_timeout_us; /* FI_CXI_RNR_APPEND_RETRY_TIMEOUT_US (2000000): then fatal */
 	uint64_t fc_retry_usec_delay;       /* FI_CXI_FC_RETRY_USEC_DELAY (1000) */
 	uint32_t cq_fill_percent;           /* FI_CXI_CQ_FILL_PERCENT (50) */
 	uint32_t default_cq_size;           /* FI_CXI_DEFAULT_CQ_SIZE (131072) */
@@ -252,12 +253,39 @@ const struct sw_ep_stats *sw_ep_stats(const struct sw_ep *ep);
 
 /* Host work the provider did on the application's behalf: its receive calls and its progress (fi_cq_read)
  * run this code on the caller's core.  The provider layer counts the work as it does it; the process model
- * that owns the core prices it (sim/workload).  Take returns the work since the previous take. */
+ * that owns the core prices it (sim/workload) -- the flow-control and RNR steps at the prices of the "cxi"
+ * parameter table, through sw_host_work_price.  Take returns the work since the previous take. */
 struct sw_host_work {
 	uint64_t ux_matches;   /* receives completed from a hardware unexpected header (PUT_OVERFLOW) */
 	uint64_t sw_matches;   /* messages matched in software (request buffers, onloaded headers) */
 	uint64_t copies, copy_bytes;  /* copies of eager data out of provider buffers */
+	/* Flow-control recovery and hybrid transitions, target side (upstream cxip_msg_hpc.c). */
+	uint64_t fc_state_changes;  /* PtlTE disabled or made software-managed: recovery started */
+	uint64_t fc_onloaded;       /* unexpected headers onloaded from the hardware list */
+	uint64_t fc_recv_replays;   /* receives whose append failed, replayed in order */
+	uint64_t buf_appends;       /* overflow / request buffers appended */
+	uint64_t fc_reenables;      /* PtlTE re-enable commands */
+	/* Either side. */
+	uint64_t ctrl_rx;           /* FC_NOTIFY or FC_RESUME processed */
+	uint64_t ctrl_tx;           /* FC_NOTIFY or FC_RESUME sent */
+	uint64_t kernel_calls;      /* driver calls: PtlTE status reads, software-managed transitions, buffer maps */
+	simtime_t sleep;            /* usleep(FI_CXI_FC_RETRY_USEC_DELAY) after a dropped control message */
+	/* Flow control, initiator side. */
+	uint64_t fc_send_drops;     /* sends NACKed with C_RC_PT_DISABLED */
+	uint64_t fc_send_replays;   /* dropped sends replayed after FC_RESUME */
+	uint64_t fc_send_eagain;    /* sends refused (-FI_EAGAIN) while their peer is in flow control */
+	/* RNR, initiator side. */
+	uint64_t rnr_nacks;         /* C_RC_ENTRY_NOT_FOUND ACKs handled (retry queued) */
+	uint64_t rnr_retries;       /* sends resubmitted */
+	uint64_t rnr_append_retries; /* RNR receives whose append failed (no LE), appended again */
 };
+/* Host time of the flow-control and RNR steps counted in w, at the "cxi" table's prices (the process model
+ * prices ux_matches, sw_matches and copies itself). */
+struct sw_host_price {
+	simtime_t fc;   /* flow-control recovery and hybrid transitions (both sides), sleeps included */
+	simtime_t rnr;  /* RNR retry work */
+};
+struct sw_host_price sw_host_work_price(struct sim *sim, const struct sw_host_work *w);
 void sw_ep_take_host_work(struct sw_ep *ep, struct sw_host_work *out);
 
 #endif

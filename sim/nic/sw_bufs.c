@@ -113,6 +113,7 @@ static void buf_link(struct sw_ep *ep, struct sw_buf *b)
 	b->unlink_length = UINT64_MAX;
 	b->consumed = 0;
 	(*linked_count(ep, b->list))++;
+	ep->host.buf_appends++;
 	sw_append(ep, ep->rx_ptn, b->list, b->id, flags, b->addr, b->size, max_eager(ep), C_MATCH_ID_ANY, 0, ~0ULL, b);
 }
 
@@ -125,6 +126,7 @@ static struct sw_buf *buf_new(struct sw_ep *ep, uint8_t list)
 	b->id = ep->next_buf_id++;
 	b->size = list == C_PTL_LIST_OVERFLOW ? ep->env->oflow_buf_size : ep->env->req_buf_size;
 	b->addr = sw_priv_alloc(ep, b->size);
+	ep->host.kernel_calls++; /* the new buffer is mapped for the NIC */
 	b->next = *pool_head(ep, list);
 	*pool_head(ep, list) = b;
 	if (list == C_PTL_LIST_REQUEST)

@@ -22,6 +22,48 @@ static const struct param cxi_params[] = {
 	{ "mr_event_poll_max_us", "us", 100, 0, 1e9, "upstream: MR match-event close polls up to 100 us" },
 	{ "mr_bookkeeping_ns", "ns", 30, 0, 1e9, "assumed: per reg/dereg provider data-structure work" },
 	{ "ctrl_eq_slots", "count", 4096, 16, 1 << 24, "assumed: control EQ size (FC messages, MR events)" },
+	/* Host work of flow-control recovery, hybrid transitions and RNR (struct sw_host_work): what each step
+	 * does is upstream's (prov/cxi cxip_msg_hpc.c, cxip_msg_rnr.c; driver calls: shs-libcxi); its cost is
+	 * assumed, at the scale of the other provider steps (an event handled ~300-400 ns, a command and its
+	 * doorbell ~250 ns, a driver call kernel_call_ns). */
+	{ "fc_state_change_ns", "ns", 500, 0, 1e9,
+	  "assumed; upstream cxip_recv_pte_cb + cxip_flush_appends: the PtlTE's STATE_CHANGE event (disable or "
+	  "software-managed; or software's own SETSTATE after a failed append), the RX state machine, the "
+	  "append-flush SEARCH command (no log line: FI_LOG_LEVEL is unset by default)" },
+	{ "fc_onload_entry_ns", "ns", 300, 0, 1e9,
+	  "assumed; upstream cxip_ux_onload_cb: per header the SEARCH_AND_DELETE returns, allocate the software "
+	  "record, pair it with its overflow PUT event, append it to the software unexpected list; the onload "
+	  "itself reads the list's offsets with two cxil_pte_status driver calls (kernel_call_ns each)" },
+	{ "fc_replay_recv_ns", "ns", 300, 0, 1e9,
+	  "assumed; upstream cxip_recv_replay: per receive whose append failed, matched against the software "
+	  "unexpected list and appended again" },
+	{ "buf_append_ns", "ns", 250, 0, 1e9,
+	  "assumed; upstream cxip_ptelist_buf_replenish: per overflow/request buffer appended (command + doorbell); "
+	  "a buffer allocated on the way is mapped for the NIC (kernel_call_ns)" },
+	{ "fc_reenable_ns", "ns", 250, 0, 1e9,
+	  "assumed; upstream cxip_recv_reenable: the SETSTATE command that re-enables the PtlTE; every attempt "
+	  "first reads the PtlTE's drop count with cxil_pte_status (kernel_call_ns), and the hybrid re-enable "
+	  "is the synchronous cxil_pte_transition_sm driver call (kernel_call_ns)" },
+	{ "fc_ctrl_rx_ns", "ns", 400, 0, 1e9,
+	  "assumed; upstream cxip_fc_process_drops / cxip_fc_resume: an FC_NOTIFY or FC_RESUME taken from the "
+	  "control EQ and its record (calloc, list)" },
+	{ "fc_ctrl_tx_ns", "ns", 250, 0, 1e9,
+	  "assumed; upstream cxip_ctrl_msg_send: an FC_NOTIFY or FC_RESUME sent (IDC command + doorbell); a "
+	  "dropped one is resent after usleep(FI_CXI_FC_RETRY_USEC_DELAY), which blocks the thread" },
+	{ "fc_send_drop_ns", "ns", 300, 0, 1e9,
+	  "assumed; upstream cxip_send_req_dropped: a send's C_RC_PT_DISABLED ACK, the disabled-peer lookup (and "
+	  "the walk of the message queue that parks its other sends, for the first)" },
+	{ "fc_send_replay_ns", "ns", 250, 0, 1e9,
+	  "assumed; upstream cxip_fc_resume: per parked send, re-issued in order (command + doorbell)" },
+	{ "fc_send_eagain_ns", "ns", 200, 0, 1e9,
+	  "assumed; upstream cxip_send_req_queue: a send to a disabled peer returns -FI_EAGAIN after a progress "
+	  "pass over the control EQ (cxip_ep_ctrl_progress_locked)" },
+	{ "rnr_nack_ns", "ns", 300, 0, 1e9,
+	  "assumed; upstream cxip_rnr_send_cb + cxip_rnr_queue_retry: an RNR NACK (C_RC_ENTRY_NOT_FOUND ACK), the "
+	  "clock read and the insertion in a retry wait queue" },
+	{ "rnr_retry_ns", "ns", 250, 0, 1e9,
+	  "assumed; upstream cxip_process_rnr_time_wait: the send re-issued from the wait queue in progress "
+	  "(command + doorbell)" },
 	/* FI_CXI_* defaults of simulated processes (cxi.env.<name>); the daemon takes them from the application's
 	 * environment instead. */
 	{ "env.rx_match_mode", "0 hardware, 1 software, 2 hybrid", 0, 0, 2, "cassini-reference: FI_CXI_RX_MATCH_MODE=hardware" },
@@ -41,6 +83,9 @@ static const struct param cxi_params[] = {
 	{ "env.rdzv_eager_size", "bytes", 2048, 0, 1 << 30, "cassini-reference: FI_CXI_RDZV_EAGER_SIZE" },
 	{ "env.sw_rx_tx_init_max", "count", 1024, 1, 1 << 20, "cassini-reference: FI_CXI_SW_RX_TX_INIT_MAX" },
 	{ "env.rnr_max_timeout_us", "us", 500000, 0, 1099511627776.0, "cassini-reference: FI_CXI_RNR_MAX_TIMEOUT_US" },
+	{ "env.rnr_append_retry_timeout_us", "us", 2000000, 0, 1099511627776.0,
+	  "upstream prov/cxi cxip.h CXIP_RNR_APPEND_RETRY_TIMEOUT_US (fi_cxi(7) says 200 ms; the code wins): an RNR "
+	  "receive that cannot get an LE for this long is fatal" },
 	{ "env.fc_retry_usec_delay", "us", 1000, 0, 4294967296.0, "cassini-reference: FI_CXI_FC_RETRY_USEC_DELAY" },
 	{ "env.cq_fill_percent", "%", 50, 1, 100, "cassini-reference: FI_CXI_CQ_FILL_PERCENT" },
 	{ "env.default_cq_size", "count", 131072, 16, 1 << 24, "cassini-reference: FI_CXI_DEFAULT_CQ_SIZE" },
@@ -80,6 +125,7 @@ static const struct env_var env_vars[] = {
 	{ "RDZV_EAGER_SIZE", ENV_U32, F(rdzv_eager_size), 0, 1u << 30 },
 	{ "SW_RX_TX_INIT_MAX", ENV_U32, F(sw_rx_tx_init_max), 1, 1u << 20 },
 	{ "RNR_MAX_TIMEOUT_US", ENV_U64, F(rnr_max_timeout_us), 0, 1ULL << 40 },
+	{ "RNR_APPEND_RETRY_TIMEOUT_US", ENV_U64, F(rnr_append_retry_timeout_us), 0, 1ULL << 40 },
 	{ "FC_RETRY_USEC_DELAY", ENV_U64, F(fc_retry_usec_delay), 0, 1ULL << 32 },
 	{ "CQ_FILL_PERCENT", ENV_U32, F(cq_fill_percent), 1, 100 },
 	{ "DEFAULT_CQ_SIZE", ENV_U32, F(default_cq_size), 16, 1u << 24 },
@@ -198,15 +244,32 @@ struct cxi_world {
 	struct sw_costs costs;
 };
 
+static simtime_t ns_param(const struct cfg *c, const char *key)
+{
+	return (simtime_t)(param_get(c, param_find(cxi_params, ARRAY_SIZE(cxi_params), key)) * 1000.0 + 0.5);
+}
+
 static void costs_from(struct sw_costs *k, const struct cfg *c)
 {
-	k->kernel_call = (simtime_t)(param_get(c, &cxi_params[0]) * 1000.0 + 0.5);
-	k->mr_cache_lookup = (simtime_t)(param_get(c, &cxi_params[1]) * 1000.0 + 0.5);
-	k->mr_le_append = (simtime_t)(param_get(c, &cxi_params[2]) * 1000.0 + 0.5);
-	k->mr_event_poll = (simtime_t)(param_get(c, &cxi_params[3]) * 1000.0 + 0.5);
-	k->mr_event_poll_max = (simtime_t)(param_get(c, &cxi_params[4]) * 1e6 + 0.5);
-	k->mr_bookkeeping = (simtime_t)(param_get(c, &cxi_params[5]) * 1000.0 + 0.5);
-	k->ctrl_eq_slots = (uint32_t)param_get_u64(c, &cxi_params[6]);
+	k->kernel_call = ns_param(c, "kernel_call_ns");
+	k->mr_cache_lookup = ns_param(c, "mr_cache_lookup_ns");
+	k->mr_le_append = ns_param(c, "mr_le_append_ns");
+	k->mr_event_poll = ns_param(c, "mr_event_poll_ns");
+	k->mr_event_poll_max = ns_param(c, "mr_event_poll_max_us") * 1000;
+	k->mr_bookkeeping = ns_param(c, "mr_bookkeeping_ns");
+	k->ctrl_eq_slots = (uint32_t)param_get_u64(c, param_find(cxi_params, ARRAY_SIZE(cxi_params), "ctrl_eq_slots"));
+	k->fc_state_change = ns_param(c, "fc_state_change_ns");
+	k->fc_onload_entry = ns_param(c, "fc_onload_entry_ns");
+	k->fc_replay_recv = ns_param(c, "fc_replay_recv_ns");
+	k->buf_append = ns_param(c, "buf_append_ns");
+	k->fc_reenable = ns_param(c, "fc_reenable_ns");
+	k->fc_ctrl_rx = ns_param(c, "fc_ctrl_rx_ns");
+	k->fc_ctrl_tx = ns_param(c, "fc_ctrl_tx_ns");
+	k->fc_send_drop = ns_param(c, "fc_send_drop_ns");
+	k->fc_send_replay = ns_param(c, "fc_send_replay_ns");
+	k->fc_send_eagain = ns_param(c, "fc_send_eagain_ns");
+	k->rnr_nack = ns_param(c, "rnr_nack_ns");
+	k->rnr_retry = ns_param(c, "rnr_retry_ns");
 }
 
 static void cxi_build(struct sim *sim, const struct cfg *c)
@@ -249,4 +312,17 @@ void sw_env_scenario(struct sim *sim, struct sw_env *e)
 	sw_costs(sim);
 	struct cxi_world *w = sim_world_get(sim, "cxi");
 	*e = w->env;
+}
+
+struct sw_host_price sw_host_work_price(struct sim *sim, const struct sw_host_work *w)
+{
+	const struct sw_costs *k = sw_costs(sim);
+	struct sw_host_price p;
+	p.fc = w->fc_state_changes * k->fc_state_change + w->fc_onloaded * k->fc_onload_entry +
+	       w->fc_recv_replays * k->fc_replay_recv + w->buf_appends * k->buf_append +
+	       w->fc_reenables * k->fc_reenable + w->ctrl_rx * k->fc_ctrl_rx + w->ctrl_tx * k->fc_ctrl_tx +
+	       w->kernel_calls * k->kernel_call + w->sleep + w->fc_send_drops * k->fc_send_drop +
+	       w->fc_send_replays * k->fc_send_replay + w->fc_send_eagain * k->fc_send_eagain;
+	p.rnr = w->rnr_nacks * k->rnr_nack + (w->rnr_retries + w->rnr_append_retries) * k->rnr_retry;
+	return p;
 }

@@ -411,6 +411,9 @@ void sw_issue_get(struct sw_ep *ep, struct sw_addr src, uint64_t remote_offset, 
 
 /* sw_rnr.c */
 void sw_rnr_append_retry(struct sw_ep *ep);
+/* An RNR receive's append failed: true (and the endpoint fatal) once it has been retried for
+ * FI_CXI_RNR_APPEND_RETRY_TIMEOUT_US. */
+bool sw_rnr_append_failed(struct sw_ep *ep, struct sw_req *r);
 void sw_rnr_fini(struct sw_ep *ep);
 void sw_rxc_replay(struct sw_ep *ep);
 int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r);
@@ -434,6 +437,9 @@ struct sw_costs {
 	simtime_t mr_event_poll_max; /* give up polling and invalidate */
 	simtime_t mr_bookkeeping;    /* per reg/dereg data-structure cost */
 	uint32_t ctrl_eq_slots;
+	/* host work of flow control, hybrid transitions and RNR (sw_host_work_price) */
+	simtime_t fc_state_change, fc_onload_entry, fc_replay_recv, buf_append, fc_reenable, fc_ctrl_rx, fc_ctrl_tx;
+	simtime_t fc_send_drop, fc_send_replay, fc_send_eagain, rnr_nack, rnr_retry;
 };
 const struct sw_costs *sw_costs(struct sim *sim);
 

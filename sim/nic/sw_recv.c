@@ -482,12 +482,15 @@ static void recv_link_failed(struct sw_ep *ep, struct sw_req *r, uint8_t rc)
 		recv_cancel_now(ep, r);
 		return;
 	}
-	sw_req_list_push(&ep->replay, r);
 	if (ep->attr.proto == SW_PROTO_CXI_RNR) {
-		/* No flow control on the RNR PtlTE: retry the append later. */
+		/* No flow control on the RNR PtlTE: retry the append, until the upstream timeout makes it fatal. */
+		if (sw_rnr_append_failed(ep, r))
+			return;
+		sw_req_list_push(&ep->replay, r);
 		sw_rnr_append_retry(ep);
 		return;
 	}
+	sw_req_list_push(&ep->replay, r);
 	/* Hardware match mode: software disables the PtlTE itself to recover LEs. */
 	if (rc == C_RC_NO_SPACE && (ep->state == RXC_ENABLED || ep->state == RXC_ENABLED_SOFTWARE))
 		sw_rxc_pending_disable(ep, false);

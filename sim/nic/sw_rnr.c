@@ -35,7 +35,24 @@ static void append_retry(struct sim *sim, void *obj, uint64_t arg)
 	sw_rxc_replay(obj);
 }
 
-/* An RNR receive could not get an LE: post it again a little later. */
+#define APPEND_LE_FATAL "Receive LE resources exhausted. Requires use  of FI_PROTO_CXI endpoint protocol\n"
+
+bool sw_rnr_append_failed(struct sw_ep *ep, struct sw_req *r)
+{
+	simtime_t now = sim_now(ep->sim);
+	/* A receive's first failure starts its clock (upstream: rnr_append_retry_ts_us, set when posted). */
+	if (!r->max_rnr_time)
+		r->max_rnr_time = now + SIM_US(ep->env->rnr_append_retry_timeout_us);
+	else if (now >= r->max_rnr_time) {
+		sw_fatal(ep, APPEND_LE_FATAL);
+		return true;
+	}
+	ep->host.rnr_append_retries++;
+	return false;
+}
+
+/* An RNR receive could not get an LE: post it again a little later (upstream re-issues the append from the
+ * failed LINK event at once; a 10 us pause batches them). */
 void sw_rnr_append_retry(struct sw_ep *ep)
 {
 	if (!sim_timer_pending(&ep->rnr_append_timer))
@@ -64,6 +81,7 @@ static void rnr_retry(struct sim *sim, void *obj, uint64_t arg)
 	ep->tx_outstanding++;
 	ep->st.total_retries++;
 	(*ep->c_retries)++;
+	ep->host.rnr_retries++;
 	sw_txc_emit_send_internal(ep, r);
 }
 
@@ -75,6 +93,7 @@ void sw_rnr_ack(struct sw_ep *ep, struct sw_req *r, const struct nic_event *ev)
 	}
 	ep->st.total_rnr_nacks++;
 	(*ep->c_rnr_nacks)++;
+	ep->host.rnr_nacks++;
 	simtime_t now = sim_now(ep->sim);
 	uint64_t i = r->retries < RNR_WAIT_STEPS ? r->retries : RNR_WAIT_STEPS - 1;
 	simtime_t retry = now + SIM_US(1 + i * i * i * 10);

@@ -53,6 +53,9 @@ static void onload_start(struct sw_ep *ep)
 {
 	ep->onload_search_done = false;
 	ep->puts_pending = 0;
+	/* The offsets of the headers to onload come from the driver (cxil_pte_status, asked twice: once with
+	 * room for 512, then with the list's length). */
+	ep->host.kernel_calls += 2;
 	struct nic_cmd c = { .op = NIC_CMD_TGT_SEARCH_AND_DELETE };
 	c.tgt = (struct nic_tgt_cmd){ .ptn = ep->rx_ptn, .list = C_PTL_LIST_UNEXPECTED, .ctn = NIC_NONE,
 				      .match_id = C_MATCH_ID_ANY, .ignore_bits = ~0ULL,
@@ -65,6 +68,7 @@ static void onload_entry(struct sw_ep *ep, const struct nic_event *ev)
 {
 	ep->st.onloaded++;
 	(*ep->c_onloaded)++;
+	ep->host.fc_onloaded++;
 	bool fresh;
 	struct sw_ux *u = sw_ux_from_hw(ep, ev, &fresh);
 	if (fresh && !u->data_ready) {
@@ -112,6 +116,8 @@ static void replay(struct sw_ep *ep)
 	ep->replay = (struct sw_req_list){ 0 };
 	while (r) {
 		struct sw_req *next = r->next;
+		if (ep->attr.proto != SW_PROTO_CXI_RNR) /* RNR append retries are counted as such */
+			ep->host.fc_recv_replays++;
 		r->on = NULL;
 		r->next = r->prev = NULL;
 		sw_recv_queue(ep, r);
@@ -127,6 +133,7 @@ static void send_resumes(struct sw_ep *ep)
 		ep->fc_drops = d->next;
 		ep->st.fc_resume_sent++;
 		(*ep->c_resume)++;
+		ep->host.ctrl_tx++;
 		sw_ctrl_post(ep, d->addr, SW_CTRL_RESUME, d->drops, NULL);
 		free(d);
 	}
@@ -137,13 +144,16 @@ static int reenable(struct sw_ep *ep)
 {
 	struct nic_pte_status st;
 	nic_pte_status(ep->nic, ep->rx_ptn, &st);
+	ep->host.kernel_calls++; /* cxil_pte_status */
 	if (ep->drop_count != st.drop_count)
 		return -FI_EAGAIN;
 	if (ep->new_state == RXC_ENABLED_SOFTWARE) {
 		int rc = nic_pte_transition_sm(ep->lni, ep->rx_ptn, ep->drop_count);
+		ep->host.kernel_calls++; /* cxil_pte_transition_sm */
 		return rc ? -FI_EAGAIN : 0;
 	}
 	sw_setstate(ep, ep->rx_ptn, C_PTLTE_ENABLED, ep->drop_count);
+	ep->host.fc_reenables++;
 	return 0;
 }
 
@@ -198,6 +208,7 @@ void sw_rxc_process_drops(struct sw_ep *ep, struct sw_addr src, uint32_t drops)
 	*pp = d;
 	ep->drop_count += drops;
 	ep->st.fc_drops_replayed += drops;
+	ep->host.ctrl_rx++;
 	if (ep->state == RXC_FLOW_CONTROL)
 		try_reenable(ep);
 }
@@ -224,6 +235,7 @@ static void enter_flow_control(struct sw_ep *ep, const struct nic_event *ev)
 		ep->new_state = ep->msg_offload ? RXC_ENABLED : RXC_ENABLED_SOFTWARE;
 	ep->fc_reason = reason;
 	ep->st.fc_transitions++;
+	ep->host.fc_state_changes++;
 	(*ep->c_fc)++;
 	flush_appends(ep);
 }
@@ -270,6 +282,7 @@ void sw_rxc_state_change(struct sw_ep *ep, const struct nic_event *ev)
 		ep->state = RXC_PENDING_PTLTE_SOFTWARE_MANAGED;
 		ep->st.sw_transitions++;
 		(*ep->c_sw_trans)++;
+		ep->host.fc_state_changes++;
 		flush_appends(ep);
 		return;
 	default: return;

@@ -174,6 +174,7 @@ static void peer_put(struct sw_ep *ep, struct sw_fc_peer *p)
 	if (--p->pending)
 		return;
 	p->pending_acks++;
+	ep->host.ctrl_tx++;
 	ep->st.fc_notify_sent++;
 	(*ep->c_notify)++;
 	sw_ctrl_post(ep, p->addr, SW_CTRL_NOTIFY, p->dropped, p);
@@ -201,6 +202,7 @@ static void send_dropped(struct sw_ep *ep, struct sw_req *r)
 		}
 	}
 	p->dropped++;
+	ep->host.fc_send_drops++;
 	if (r->proto == SW_SEND_RDZV)
 		rdzv_id_free(ep, r);
 	peer_put(ep, p);
@@ -226,8 +228,10 @@ void sw_txc_fc_resume(struct sw_ep *ep, struct sw_addr peer)
 		return;
 	}
 	/* Replay the dropped sends in their original order. */
+	ep->host.ctrl_rx++;
 	while (p->queue.head) {
 		struct sw_req *r = p->queue.head;
+		ep->host.fc_send_replays++;
 		sw_req_list_remove(&p->queue, r);
 		r->fc_peer = NULL;
 		sw_req_list_push(&ep->msg_queue, r);
@@ -298,8 +302,10 @@ static void ctrl_msg_unlink(struct sw_ep *ep, struct sw_ctrl_msg *m)
 static void ctrl_msg_ack(struct sw_ep *ep, struct sw_ctrl_msg *m, const struct nic_event *ev)
 {
 	if (ev->rc == C_RC_ENTRY_NOT_FOUND) {
-		/* The target's control EQ was full: resend after FI_CXI_FC_RETRY_USEC_DELAY. */
+		/* The target's control EQ was full: resend after FI_CXI_FC_RETRY_USEC_DELAY, which upstream spends
+		 * in usleep() on the thread that progresses the endpoint. */
 		m->retries++;
+		ep->host.sleep += SIM_US(ep->env->fc_retry_usec_delay);
 		m->retry = sim_timer_start(ep->sim, SIM_US(ep->env->fc_retry_usec_delay), ctrl_retry, m, 0);
 		return;
 	}
@@ -384,8 +390,10 @@ int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_dat
 		return -FI_EMSGSIZE;
 	if (ep->tx_outstanding >= ep->attr.tx_size || sw_eq_saturated(ep, ep->eq_tx))
 		return -FI_EAGAIN;
-	if (ep->fc_peers && peer_find(ep, dst))
+	if (ep->fc_peers && peer_find(ep, dst)) {
+		ep->host.fc_send_eagain++;
 		return -FI_EAGAIN;
+	}
 	struct sw_req *r = sw_req_new(ep, SWK_SEND);
 	r->context = context;
 	r->flags = flags;

@@ -156,6 +156,27 @@ static void drain_queue(struct sim *sim, struct rpc_client_set *cs, uint32_t ci)
 	}
 }
 
+/* ---------------------------------------------------------------------------------------- host work */
+
+/* Provider work done on the process's behalf since it last looked (sw.h host-work account): the steps of
+ * flow-control recovery towards disabled servers (sends dropped, FC_NOTIFY, replay after FC_RESUME, sends
+ * refused meanwhile) and RNR retries (each NACK queued, each resubmission), at the provider's prices.
+ * Progress runs inside the process's own calls, so its core pays when the process next calls in (a send,
+ * or reading a completion), and whatever it does next waits behind it. */
+static void provider_work(struct rpc_client_set *cs, struct rpc_proc *c)
+{
+	struct sw_host_work w;
+	sw_ep_take_host_work(c->ep, &w);
+	struct sw_host_price p = sw_host_work_price(cs->sim, &w);
+	cs->st.fc_host_ps += p.fc;
+	cs->st.rnr_host_ps += p.rnr;
+	cs->st.fc_send_drops += w.fc_send_drops;
+	cs->st.fc_send_replays += w.fc_send_replays;
+	cs->st.fc_send_eagain += w.fc_send_eagain;
+	if (p.fc + p.rnr)
+		host_core_charge(&c->core, sim_now(cs->sim), p.fc + p.rnr);
+}
+
 /* ---------------------------------------------------------------------------------------- one attempt */
 
 static void rpc_timeout(struct sim *sim, void *obj, uint64_t arg);
@@ -180,6 +201,7 @@ static void post_and_send(struct sim *sim, void *obj, uint64_t arg)
 	}
 	int rc = sw_send(c->ep, 0x2000000ULL + (uint64_t)si * 65536, s->req_bytes, NULL, dst, 0, hdr,
 			 FI_REMOTE_CQ_DATA | FI_COMPLETION, s);
+	provider_work(cs, c);
 	if (rc == -FI_EAGAIN)
 		goto again;
 	if (rc)
@@ -191,8 +213,10 @@ static void post_and_send(struct sim *sim, void *obj, uint64_t arg)
 		s->timer = sim_timer_start(sim, bulk_client_timeout(cs), rpc_timeout, cs, arg);
 	return;
 again:
+	/* Mercury queues the operation and retries it from its progress loop, on this core. */
 	cs->st.eagain++;
-	sim_schedule(sim, cs->eagain, post_and_send, cs, arg);
+	simtime_t at = sim_now(sim) + cs->eagain;
+	sim_schedule_at(sim, c->core.free_at > at ? c->core.free_at : at, post_and_send, cs, arg);
 }
 
 static void dispatch(struct sim *sim, struct rpc_client_set *cs, struct rpc_slot *s)
@@ -261,6 +285,7 @@ static void finish(struct sim *sim, struct rpc_client_set *cs, struct rpc_slot *
 		cs->st.completed++;
 		if (rpc_in_window(cs->w, now)) {
 			cs->st.completed_in_window++;
+			bm_add(&cs->st.rate, now);
 			hist_add(cs->lat, now - s->t_start);
 			if (cs->bulk)
 				cs->st.bulk_bytes_in_window += cs->bulk->bytes;
@@ -294,6 +319,7 @@ static void on_comp(void *ctx, struct sw_ep *ep, const struct sw_comp *c)
 	(void)ep;
 	if (!s || s < cs->slots || s >= cs->slots + (size_t)cs->n * cs->W)
 		die("rpc_client: completion with a foreign context");
+	provider_work(cs, &cs->procs[slot_client(cs, s)]);
 	if (s->state != S_WAIT) {
 		cs->st.unexpected++;
 		return;
@@ -500,6 +526,7 @@ static void clients_build(struct sim *sim, const struct cfg *sec)
 	w->client_addr_of = client_addr_of;
 	w->win_start = cs->warmup;
 	w->win_end = cs->warmup + cs->measure;
+	bm_init(&cs->st.rate, w->win_start, w->win_end);
 	bulk_client_build(sim, cs);
 	cs->lat = stats_hist(sim_stats(sim), "rpc_client.latency_ps");
 	for (uint32_t i = 0; i < cs->n; i++) {
@@ -513,6 +540,8 @@ static void clients_build(struct sim *sim, const struct cfg *sec)
 		rng_init_idx(&c->rng, sim_seed(sim), "rpc_client", i);
 		c->qhead = c->qtail = QNONE;
 		open_proc(cs, nic, c, w->server->cfg.proto);
+		struct sw_host_work setup; /* set up before the run: costs nothing in it */
+		sw_ep_take_host_work(c->ep, &setup);
 		simtime_t at = cs->spread ? rng_below(&c->rng, cs->spread) : 0;
 		sim_schedule_at(sim, at, start_ev, cs, i);
 	}
@@ -579,6 +608,16 @@ static void clients_summary(struct sim *sim, FILE *f)
 		(unsigned long long)st->queued, st->max_queue, st->max_inflight, st->max_per_target,
 		(unsigned long long)st->eagain, (unsigned long long)hazards, (unsigned long long)nacks,
 		(unsigned long long)rnr_retries, (unsigned long long)st->vni_drops);
+	fprintf(f, "\"fc_send_drops\": %llu, \"fc_send_replays\": %llu, \"fc_send_eagain\": %llu, "
+		   "\"fc_host_ns\": %.0f, \"rnr_host_ns\": %.0f, ",
+		(unsigned long long)st->fc_send_drops, (unsigned long long)st->fc_send_replays,
+		(unsigned long long)st->fc_send_eagain, (double)st->fc_host_ps / 1000.0, (double)st->rnr_host_ps / 1000.0);
+	struct bm_summary bs;
+	bm_summarise(&cs->st.rate, &bs);
+	fputs("\"rpc_rate_steady\": ", f);
+	bm_put_json(f, &bs);
+	bm_warn("rpc_client.rpc_rate", &bs);
+	fputs(", ", f);
 	rpc_put_fatal(f, &cs->fatal);
 	fputs(", ", f);
 	put_hist(f, "latency_ns", cs->lat);

@@ -39,10 +39,12 @@ struct rpc_client_stats {
 	uint64_t started, attempts, attempts_at_open, completed, completed_in_window, timeouts, retries, failed;
 	uint64_t unexpected, send_errors, recv_errors, server_errors, canceled, queued, eagain, vni_drops;
 	uint64_t bulk_bytes_in_window;
+	uint64_t fc_host_ps, rnr_host_ps, fc_send_drops, fc_send_replays, fc_send_eagain; /* provider host work */
 	uint64_t active;        /* slots not idle */
 	uint64_t outstanding;   /* gauge: dispatched RPCs */
 	uint64_t queued_now;    /* gauge: RPCs in background queues */
 	uint32_t max_inflight, max_per_target, max_queue;
+	struct batch_means rate; /* RPCs completed in the window, by batch */
 };
 
 struct bulk_client;

@@ -216,17 +216,22 @@ static simtime_t copy_cost(const struct rpc_server_cfg *c, uint64_t copies, uint
 
 /* Provider work done on this thread's behalf since it last looked (sw.h host-work account): receives
  * completed from a hardware unexpected header (the overflow PUT and PUT_OVERFLOW events), messages matched
- * in software, and the copies out of overflow and request buffers.  The thread pays it at its next step,
- * as progress runs inside its own fi_cq_read and fi_recv calls. */
+ * in software, the copies out of overflow and request buffers, and the steps of flow-control recovery and
+ * hybrid transitions (priced by the provider's cost table).  The thread pays it at its next step, as
+ * progress runs inside its own fi_cq_read and fi_recv calls. */
 static simtime_t provider_work(struct srv_thread *t)
 {
 	const struct rpc_server_cfg *c = cfg_of(t);
 	struct sw_host_work w;
 	sw_ep_take_host_work(t->ep, &w);
+	struct sw_host_price p = sw_host_work_price(nic_sim(t->srv->any_nic), &w);
 	t->srv->st.ux_posts += w.ux_matches;
 	t->srv->st.sw_matched += w.sw_matches;
+	t->srv->st.fc_host_ps += p.fc;
+	t->srv->st.rnr_host_ps += p.rnr;
+	t->srv->st.kernel_calls += w.kernel_calls;
 	return (simtime_t)w.ux_matches * c->prov_ux + (simtime_t)w.sw_matches * c->prov_sw +
-	       copy_cost(c, w.copies, w.copy_bytes);
+	       copy_cost(c, w.copies, w.copy_bytes) + p.fc + p.rnr;
 }
 
 /* Thread time of one receive post issued `so_far` into the current work item: the provider call, then the
@@ -502,8 +507,11 @@ static simtime_t take_request(struct sim *sim, struct srv_thread *t, const struc
 	}
 	s->st.requests++;
 	note_delivery(s, r->hdr);
-	if (rpc_in_window(&s->world, sim_now(sim)))
-		s->st.requests_in_window++;
+	if (rpc_in_window(&s->world, sim_now(sim))) {
+		if (!s->st.requests_in_window++)
+			bm_init(&s->st.rate, s->world.win_start, s->world.win_end);
+		bm_add(&s->st.rate, sim_now(sim));
+	}
 	cost += c->service;
 	r->bulk = sc->bulk;
 	if (r->bulk) {
@@ -669,6 +677,8 @@ static void open_thread(struct sim *sim, struct rpc_server *s, struct srv_thread
 		}
 	}
 	/* The server set up before its clients started: the initial posts cost nothing in the run. */
+	struct sw_host_work setup;
+	sw_ep_take_host_work(t->ep, &setup);
 	t->engine->lock_free = 0;
 	t->engine->last_holder = 0;
 	t->engine->lock_wait_ps = 0;
@@ -824,13 +834,21 @@ static void server_summary(struct sim *sim, FILE *f)
 		   "\"multi_recv_copies\": %llu, \"cq_backlog_max\": %u, \"eagain\": %llu, \"op_errors\": %llu, "
 		   "\"recv_errors\": %llu, \"duplicates\": %llu, \"foreign\": %llu, \"unexpected_posts\": %llu, "
 		   "\"software_matched\": %llu, \"map_lock_acquisitions\": %llu, \"map_lock_wait_ns_mean\": %.1f, "
-		   "\"thread_utilization\": %.4f, ",
+		   "\"thread_utilization\": %.4f, \"fc_host_ns\": %.0f, \"rnr_host_ns\": %.0f, \"kernel_calls\": %llu, ",
 		st->posted_max, (unsigned long long)st->posts, (unsigned long long)st->pool_extensions,
 		(unsigned long long)st->mrecv_retired, (unsigned long long)st->mrecv_copies, st->cq_backlog_max,
 		(unsigned long long)st->eagain, (unsigned long long)st->op_errors, (unsigned long long)st->recv_errors,
 		(unsigned long long)st->duplicates, (unsigned long long)st->foreign, (unsigned long long)st->ux_posts,
 		(unsigned long long)st->sw_matched, (unsigned long long)lock_acq,
-		lock_acq ? (double)lock_wait / (double)lock_acq / 1000.0 : 0.0, sim_now(sim) ? (double)busy / ((double)sim_now(sim) * s->nthreads) : 0.0);
+		lock_acq ? (double)lock_wait / (double)lock_acq / 1000.0 : 0.0,
+		sim_now(sim) ? (double)busy / ((double)sim_now(sim) * s->nthreads) : 0.0, (double)st->fc_host_ps / 1000.0,
+		(double)st->rnr_host_ps / 1000.0, (unsigned long long)st->kernel_calls);
+	struct bm_summary bs;
+	bm_summarise(&s->st.rate, &bs);
+	fputs("\"rpc_rate_steady\": ", f);
+	bm_put_json(f, &bs);
+	bm_warn("rpc_server.rpc_rate", &bs);
+	fputs(", ", f);
 	rpc_server_nic_summary(sim, s, f);
 	fputs(", ", f);
 	rpc_put_fatal(f, &s->fatal);

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "../batch_means.h"
 #include "../cfg.h"
 #include "../fabric/fabric.h"
 #include "../pool.h"
@@ -28,8 +29,10 @@ struct rpc_server_cfg {
 struct rpc_server_stats {
 	uint64_t requests, requests_in_window, responses, posts, pool_extensions, mrecv_retired, mrecv_copies;
 	uint64_t eagain, op_errors, recv_errors, canceled, duplicates, foreign, ux_posts, sw_matched;
+	uint64_t fc_host_ps, rnr_host_ps, kernel_calls; /* provider host work priced by the cxi table */
 	uint32_t posted_max, cq_backlog_max;
 	uint64_t posted_now, in_use_now, backlog_now; /* timeseries gauges (sums over threads) */
+	struct batch_means rate; /* requests taken in the window, by batch (set up at the first one) */
 };
 
 struct bulk_server;
