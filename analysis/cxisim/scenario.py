@@ -172,7 +172,7 @@ def _render_doc(path, text, sets):
     used = template_variables(path, text)
     tvars = {k: v for k, v in sets.items() if k.split(".")[0] in used}
     paths = [k for k in sets if k not in tvars]
-    rendered = _render_text(path, text, variables.check(path, decl, used, _nest(tvars)))
+    rendered = _render_text(path, text, variables.check(path, decl, _nest(tvars)))
     try:
         doc = yaml12.load(rendered)
     except RecursionError:

@@ -13,10 +13,11 @@ does not change; the rest of that line is free text), one per line:
 
 `int LO..HI` takes an integer (or an integral number such as 1e6), `number LO..HI` any finite number,
 `bool` true or false, `word` a string of letters, digits and `_.+-` (a name the engine checks, safe to
-write unquoted into YAML), `one of A, B` one of those words.  A template with such a block must declare
-every variable it uses; a value given with --set (or a sweep) is checked before anything is rendered, so a
-template never divides by a zero or loops over a range it was not meant to.  Templates without a block
-take any value (rendering errors are still reported as one line).
+write unquoted into YAML), `one of A, B` one of those words.  A value given with --set (or a sweep) to a
+template with such a block must be for a declared variable and is checked before anything is rendered, so
+a template never divides by a zero or loops over a range it was not meant to.  Templates without a block
+take any value (rendering errors are still reported as one line).  tests/py/test_frontend_inputs.py checks
+that every shipped template declares every variable it reads from outside (inputs_of).
 """
 import math
 import re
@@ -113,16 +114,28 @@ def declared(path, text):
     return out
 
 
-def check(path, decl, used, tvars):
-    """Check the template variables given (`tvars`, {name: value}) against the declarations."""
+_SET_RE = re.compile(r"\{%-?\s*set\s+([A-Za-z_][A-Za-z0-9_]*)\s*=")
+_DEFAULT_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\|\s*default\b")
+
+
+def inputs_of(text, used):
+    """The variables a template reads from outside (what its block must declare): of those Jinja2 reports
+    as used, the ones it never sets itself, or reads with `| default(...)` (`{% set n = n | default(1) %}`).
+    Names it only sets and then reads (in a branch Jinja2 cannot follow) are its own."""
+    own = set(_SET_RE.findall(text)) - set(_DEFAULT_RE.findall(text))
+    return set(used) - own
+
+
+def check(path, decl, tvars):
+    """Check the template variables given (`tvars`, {name: value}) against the declarations: with a block,
+    every one must be declared (so a --set cannot reach a template's own intermediate values either)."""
     if decl is None:
         return tvars
-    missing = sorted(used - set(decl))
-    if missing:
-        raise InputError(f"{path}: template variable '{missing[0]}': used but not declared in the template's "
-                         f"variables block")
     out = {}
     for k, v in tvars.items():
+        if k not in decl:
+            raise InputError(f"{path}: template variable '{k}': not declared in the template's variables block "
+                             f"(declared: {', '.join(sorted(decl)) or 'none'})")
         try:
             out[k] = decl[k].check(v)
         except ValueError as e:

@@ -73,7 +73,8 @@ def test_shipped_templates_declare_every_variable(template):
         text = f.read()
     decl = variables.declared(path, text)
     assert decl is not None, f"{template} has no variables block"
-    assert set(decl) == set(scn.template_variables(path, text)), "declared and used variables differ"
+    assert set(decl) == variables.inputs_of(text, scn.template_variables(path, text)), \
+        "the variables declared differ from those the template reads"
 
 
 def test_declared_int_takes_integral_numbers(cxisim, tmp_path):
@@ -90,8 +91,12 @@ def test_bad_declaration(cxisim, tmp_path):
 
 
 def test_undeclared_variable_in_declaring_template(cxisim, tmp_path):
-    path = write(tmp_path, "d.yaml.j2", "{#- variables: x\n    n: int 1..5\n#}\nname: {{ n | default(1) }}{{ m }}\n")
-    assert_bad(cxisim("run", path, "--out", "out"), tmp_path, "template variable 'm'", "not declared")
+    path = write(tmp_path, "d.yaml.j2", "{#- variables: x\n    n: int 1..5\n#}\n{%- set k = 2 %}\n"
+                 "name: a{{ n | default(1) }}{{ m | default(1) }}{{ k }}\n")
+    assert_bad(cxisim("run", path, "--out", "out", "--set", "m=3"), tmp_path, "template variable 'm'",
+               "not declared", "declared: n")
+    # a template's own intermediate values are not inputs either
+    assert_bad(cxisim("run", path, "--out", "out", "--set", "k=3"), tmp_path, "field 'k'", "unknown field")
 
 
 @pytest.mark.parametrize("expr,needle", [
