@@ -283,6 +283,8 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 		ssize_t r = count ? cq_readfrom(fid, buf, count, src_addr) : -FI_EAGAIN;
 		if (r != -FI_EAGAIN)
 			return r;
+		if (atomic_exchange(&cq->signaled, false))
+			return -FI_EAGAIN;
 		int wait_ms = timeout < 0 ? 1000 : (int)ms_left(&deadline);
 		if (timeout >= 0 && wait_ms == 0)
 			return -FI_EAGAIN;
@@ -301,9 +303,14 @@ static ssize_t cq_sread(struct fid_cq *fid, void *buf, size_t count, const void 
 	return cq_sreadfrom(fid, buf, count, NULL, cond, timeout);
 }
 
+/* fi_cq_signal: a thread blocked in fi_cq_sread (or the next one to call it while nothing is there to read)
+ * returns -FI_EAGAIN. */
 static int cq_signal(struct fid_cq *fid)
 {
 	struct cxip_cq *cq = (struct cxip_cq *)fid;
+	if (cq->wait_obj == FI_WAIT_NONE)
+		return -FI_ENOSYS;
+	atomic_store(&cq->signaled, true);
 	uint64_t one = 1;
 	return write(cq->q.efd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
 }

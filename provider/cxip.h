@@ -83,17 +83,20 @@
 	(FI_ORDER_SAS | FI_ORDER_WAW | FI_ORDER_RMA_WAW | FI_ORDER_RMA_RAR | FI_ORDER_ATOMIC_WAW |           \
 	 FI_ORDER_ATOMIC_RAR)
 
-/* Capability sets libfabric treats as primary/secondary (for narrowing caps to the hints). */
+/* Capability sets libfabric's util layer treats as primary/secondary (include/ofi.h of the libfabric upstream
+ * prov/cxi ships with, 1.21 on): a secondary cap is returned unless a hint removes it, a primary one only
+ * when asked for (or when the hints ask for nothing); FI_SOURCE only when asked for. */
 #define CXIP_PRIMARY_CAPS                                                                                  \
 	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST | FI_READ | FI_WRITE | FI_SEND | FI_RECV |    \
-	 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_COLLECTIVE |              \
-	 FI_NAMED_RX_CTX | FI_HMEM | FI_REMOTE_COMM | FI_LOCAL_COMM)
+	 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_COLLECTIVE | FI_NAMED_RX_CTX | FI_HMEM |     \
+	 FI_AV_USER_ID | FI_PEER)
 #define CXIP_SECONDARY_CAPS                                                                                \
 	(FI_TRIGGER | FI_FENCE | FI_RMA_PMEM | FI_MULTI_RECV | FI_SOURCE | FI_RMA_EVENT | FI_SOURCE_ERR |     \
-	 FI_SHARED_AV)
+	 FI_SHARED_AV | FI_REMOTE_COMM | FI_LOCAL_COMM)
+/* Caps that do not apply to one side (OFI_IGNORED_TX_CAPS / OFI_IGNORED_RX_CAPS). */
 #define CXIP_TX_IGNORED_CAPS                                                                               \
-	(FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RECV | FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_MULTI_RECV |   \
-	 FI_SOURCE | FI_RMA_EVENT | FI_SOURCE_ERR)
+	(FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RECV | FI_DIRECTED_RECV | FI_MULTI_RECV | FI_SOURCE |          \
+	 FI_RMA_EVENT | FI_SOURCE_ERR)
 #define CXIP_RX_IGNORED_CAPS (FI_READ | FI_WRITE | FI_SEND | FI_FENCE | FI_MULTICAST | FI_NAMED_RX_CTX)
 
 /* Internal op flag: the operation came from fi_inject*() and completes silently. */
@@ -280,6 +283,7 @@ struct cxip_cq {
 	enum fi_wait_obj wait_obj;
 	size_t entry_size;
 	struct cxip_queue q;
+	_Atomic bool signaled;     /* fi_cq_signal: the (next) blocked fi_cq_sread returns -FI_EAGAIN */
 	pthread_mutex_t lock;
 	/* an error completion found while reading ordinary ones waits here for fi_cq_readerr */
 	bool err_pending;
@@ -369,8 +373,11 @@ struct cxip_ep {
 	struct cxip_mr *mrs;     /* bound MRs (for close ordering) */
 };
 
-/* Narrowing of caps to what a hint asked for (libfabric's rules for primary/secondary caps). */
+/* libfabric's generic fi_getinfo rules (info_attr.c): whether an offer admits the hints, the narrowing
+ * of caps to what a hint asked for (primary and secondary caps), and the narrowing of a whole offer. */
+bool cxip_info_ok(uint32_t version, const struct fi_info *prov, const struct fi_info *hints);
 uint64_t cxip_caps_narrow(uint64_t info_caps, uint64_t hint_caps, uint64_t attr_caps);
+void cxip_info_alter(struct fi_info *fi, const struct fi_info *hints, uint32_t version);
 
 /* ---- object entry points ---- */
 int cxip_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);

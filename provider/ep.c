@@ -138,9 +138,9 @@ static int bind_cntr(struct cxip_ep *ep, struct cxip_cntr *c, uint64_t flags)
 		return -FI_EINVAL;
 	if (!flags)
 		return 0; /* as upstream: a bind naming no event binds nothing */
-	/* Remote-access counters need an endpoint created with FI_RMA_EVENT (fi_endpoint(3)). */
-	if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !(ep->caps & FI_RMA_EVENT))
-		return -FI_EINVAL;
+	/* Remote-access counters are accepted on any endpoint, as upstream; they count on an FI_RMA_EVENT
+	 * endpoint (fi_endpoint(3): the capability that makes remote accesses visible), where upstream never
+	 * counts them. */
 	for (int i = 0; i < 6; i++)
 		if ((flags & kinds[i]) && *slots[i])
 			return -FI_EINVAL;

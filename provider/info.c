@@ -1,7 +1,7 @@
 /* fi_getinfo for the "cxi" provider: one domain per NIC of the simulated node (cxi0..cxiN), each offered
  * with provider and client MR keys, for FI_PROTO_CXI and FI_PROTO_CXI_RNR, with the attributes of the real
  * provider (cassini-reference: fi_info).  Hints are checked and the offers narrowed with libfabric's own
- * rules, which a DL provider has to apply itself (the util helpers are not exported). */
+ * rules (info_attr.c), which a DL provider has to apply itself (the util helpers are not exported). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,8 +10,6 @@
 #include <strings.h>
 
 #include "cxip.h"
-
-#define MR_MODE_RMA_TARGET (FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_RMA_EVENT)
 
 static const struct fi_tx_attr tx_attr_tmpl = {
 	.caps = CXIP_EP_CAPS & ~CXIP_TX_IGNORED_CAPS,
@@ -201,294 +199,6 @@ static int parse_pid(const char *service, uint32_t *pid)
 	return 0;
 }
 
-/* ---- hint checks (libfabric's semantics) ---- */
-
-static int thread_level(enum fi_threading t)
-{
-	switch (t) {
-	case FI_THREAD_SAFE: return 1;
-	case FI_THREAD_FID: return 2;
-	case FI_THREAD_ENDPOINT: return 3;
-	case FI_THREAD_COMPLETION: return 4;
-	case FI_THREAD_DOMAIN: return 5;
-	case FI_THREAD_UNSPEC: return 6;
-	default: return -1;
-	}
-}
-
-static int progress_level(enum fi_progress p)
-{
-	switch (p) {
-	case FI_PROGRESS_AUTO: return 1;
-	case FI_PROGRESS_MANUAL: return 2;
-	case FI_PROGRESS_UNSPEC: return 3;
-	default: return -1;
-	}
-}
-
-static int rm_level(enum fi_resource_mgmt r)
-{
-	switch (r) {
-	case FI_RM_ENABLED: return 1;
-	case FI_RM_DISABLED: return 2;
-	case FI_RM_UNSPEC: return 3;
-	default: return -1;
-	}
-}
-
-static bool rma_target_allowed(uint64_t caps)
-{
-	if (!(caps & (FI_RMA | FI_ATOMIC)))
-		return false;
-	if (caps & (FI_REMOTE_WRITE | FI_REMOTE_READ))
-		return true;
-	return !(caps & (FI_WRITE | FI_READ));
-}
-
-/* MR mode bits that matter for the capabilities asked for. */
-static int mr_mode_for_caps(uint64_t caps, int mr_mode)
-{
-	if (!(caps & FI_HMEM))
-		mr_mode &= ~FI_MR_HMEM;
-	if (!rma_target_allowed(caps)) {
-		if (!(mr_mode & (FI_MR_LOCAL | FI_MR_HMEM)))
-			return 0;
-		mr_mode &= ~MR_MODE_RMA_TARGET;
-	}
-	return mr_mode & ~(FI_MR_BASIC | FI_MR_SCALABLE);
-}
-
-static bool mr_mode_ok(uint32_t version, int prov_mode, const struct fi_info *hints)
-{
-	int user = hints->domain_attr->mr_mode;
-	if ((prov_mode & FI_MR_LOCAL) && !((hints->mode & FI_LOCAL_MR) || (user & FI_MR_LOCAL)))
-		return false;
-	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
-		return false; /* the v1.0 modes (FI_MR_BASIC, FI_MR_SCALABLE) are not offered */
-	if (user & (FI_MR_BASIC | FI_MR_SCALABLE))
-		return false;
-	int need = mr_mode_for_caps(hints->caps, prov_mode);
-	return user == FI_MR_UNSPEC || (user & need) == need;
-}
-
-static bool domain_ok(uint32_t version, const struct fi_domain_attr *p, const struct fi_info *hints)
-{
-	const struct fi_domain_attr *u = hints->domain_attr;
-	if (thread_level(u->threading) < thread_level(p->threading) ||
-	    progress_level(u->control_progress) < progress_level(p->control_progress) ||
-	    progress_level(u->data_progress) < progress_level(p->data_progress) ||
-	    rm_level(u->resource_mgmt) < rm_level(p->resource_mgmt))
-		return false;
-	if (u->av_type != FI_AV_UNSPEC && u->av_type != FI_AV_MAP && u->av_type != FI_AV_TABLE)
-		return false;
-	if (u->cq_data_size > p->cq_data_size)
-		return false;
-	if (!mr_mode_ok(version, p->mr_mode, hints))
-		return false;
-	if (u->name && strcmp(u->name, p->name))
-		return false;
-	if (u->auth_key_size && u->auth_key_size != sizeof(struct cxi_auth_key) && u->auth_key_size != FI_AV_AUTH_KEY)
-		return false;
-	if (u->auth_key && u->auth_key_size == sizeof(struct cxi_auth_key)) {
-		const struct cxi_auth_key *k = (const void *)u->auth_key;
-		if (k->vni == 0 && k->svc_id == 0)
-			return false;
-	}
-	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
-		return true;
-	if (u->cntr_cnt > p->cntr_cnt || u->mr_iov_limit > p->mr_iov_limit || (u->caps & ~p->caps) ||
-	    (u->mode & p->mode) != p->mode || u->max_err_data > p->max_err_data || u->mr_cnt > p->mr_cnt)
-		return false;
-	return true;
-}
-
-static uint64_t max_tag(uint64_t fmt)
-{
-	return fmt ? UINT64_MAX >> __builtin_clzll(fmt) : 0;
-}
-
-static bool ep_ok(const struct fi_info *prov, const struct fi_info *hints)
-{
-	const struct fi_ep_attr *p = prov->ep_attr, *u = hints->ep_attr;
-	if (u->type != FI_EP_UNSPEC && u->type != p->type)
-		return false;
-	if (u->protocol != FI_PROTO_UNSPEC && u->protocol != p->protocol)
-		return false;
-	if (u->protocol_version && u->protocol_version > p->protocol_version)
-		return false;
-	if (u->max_msg_size > p->max_msg_size)
-		return false;
-	if (u->tx_ctx_cnt > prov->domain_attr->max_ep_tx_ctx || u->rx_ctx_cnt > prov->domain_attr->max_ep_rx_ctx)
-		return false;
-	if ((hints->caps & (FI_RMA | FI_ATOMIC)) &&
-	    (u->max_order_raw_size > p->max_order_raw_size || u->max_order_war_size > p->max_order_war_size ||
-	     u->max_order_waw_size > p->max_order_waw_size))
-		return false;
-	if (u->auth_key_size && u->auth_key_size != p->auth_key_size)
-		return false;
-	if ((hints->caps & FI_TAGGED) && u->mem_tag_format && max_tag(u->mem_tag_format) > max_tag(p->mem_tag_format))
-		return false;
-	return true;
-}
-
-static bool rx_ok(const struct fi_info *prov, const struct fi_rx_attr *u, uint64_t mode)
-{
-	const struct fi_rx_attr *p = prov->rx_attr;
-	mode = u->mode ? u->mode : mode;
-	return !((u->caps & ~CXIP_RX_IGNORED_CAPS) & ~p->caps) && (mode & p->mode) == p->mode &&
-	       !(u->op_flags & ~p->op_flags) && !(u->msg_order & ~p->msg_order) &&
-	       !(u->comp_order & ~p->comp_order) && u->total_buffered_recv <= p->total_buffered_recv &&
-	       u->size <= CXIP_MAX_RX_SIZE && u->iov_limit <= p->iov_limit;
-}
-
-static bool tx_ok(const struct fi_info *prov, const struct fi_tx_attr *u, uint64_t mode)
-{
-	const struct fi_tx_attr *p = prov->tx_attr;
-	mode = u->mode ? u->mode : mode;
-	return !((u->caps & ~CXIP_TX_IGNORED_CAPS) & ~p->caps) && (mode & p->mode) == p->mode &&
-	       !(u->op_flags & ~p->op_flags) && !(u->msg_order & ~p->msg_order) &&
-	       !(u->comp_order & ~p->comp_order) && u->inject_size <= p->inject_size && u->size <= CXIP_MAX_TX_SIZE &&
-	       u->iov_limit <= p->iov_limit && u->rma_iov_limit <= p->rma_iov_limit;
-}
-
-static bool info_ok(uint32_t version, const struct fi_info *prov, const struct fi_info *hints)
-{
-	if (!hints)
-		return true;
-	if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC && hints->ep_attr->type != FI_EP_RDM)
-		return false;
-	if (hints->caps & ~prov->caps)
-		return false;
-	if ((hints->mode & prov->mode) != prov->mode)
-		return false;
-	if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_ADDR_CXI)
-		return false;
-	if (hints->fabric_attr) {
-		const struct fi_fabric_attr *f = hints->fabric_attr;
-		if (f->prov_version > CXIP_PROV_VERSION)
-			return false;
-		if (f->name && strcmp(f->name, prov->fabric_attr->name))
-			return false;
-	}
-	if (hints->domain_attr && !domain_ok(version, prov->domain_attr, hints))
-		return false;
-	if (hints->ep_attr && !ep_ok(prov, hints))
-		return false;
-	if (hints->rx_attr && !rx_ok(prov, hints->rx_attr, hints->mode))
-		return false;
-	if (hints->tx_attr && !tx_ok(prov, hints->tx_attr, hints->mode))
-		return false;
-	return true;
-}
-
-uint64_t cxip_caps_narrow(uint64_t info_caps, uint64_t hint_caps, uint64_t attr_caps)
-{
-	uint64_t caps;
-	if (!hint_caps)
-		caps = (info_caps & attr_caps & CXIP_PRIMARY_CAPS) | (attr_caps & CXIP_SECONDARY_CAPS);
-	else
-		caps = (hint_caps & CXIP_PRIMARY_CAPS) | (attr_caps & CXIP_SECONDARY_CAPS);
-	/* Domain capabilities (FI_AV_USER_ID) are kept when asked for; libfabric 1.17's primary/secondary sets
-	 * do not list them. */
-	caps |= hint_caps & attr_caps & CXIP_DOM_CAPS;
-	if (!hint_caps)
-		caps |= info_caps & attr_caps & CXIP_DOM_CAPS;
-	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & (FI_SEND | FI_RECV)))
-		caps |= attr_caps & (FI_SEND | FI_RECV);
-	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
-		caps |= attr_caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
-	return caps;
-}
-
-/* Narrow an offer to the hints (libfabric's alter-info rules). */
-static void info_alter(struct fi_info *fi, const struct fi_info *hints, uint32_t version)
-{
-	uint64_t caps = hints ? cxip_caps_narrow(fi->caps, hints->caps, fi->caps) : fi->caps;
-	if (hints && rma_target_allowed(caps) && (fi->domain_attr->mr_mode & MR_MODE_RMA_TARGET)) {
-		int um = hints->domain_attr ? hints->domain_attr->mr_mode : 0;
-		int pm = fi->domain_attr->mr_mode & MR_MODE_RMA_TARGET;
-		if (!hints->domain_attr || (um & pm) != pm)
-			caps &= ~(FI_REMOTE_WRITE | FI_REMOTE_READ);
-	}
-	fi->caps = caps;
-	if (!hints)
-		return;
-	fi->handle = hints->handle;
-	struct fi_domain_attr *d = fi->domain_attr;
-	const struct fi_domain_attr *hd = hints->domain_attr;
-	int hm = hd ? hd->mr_mode : 0;
-	d->mr_mode &= ~(FI_MR_BASIC | FI_MR_SCALABLE);
-	if ((hm & d->mr_mode) != d->mr_mode)
-		d->mr_mode = mr_mode_for_caps(caps, d->mr_mode & hm);
-	(void)version;
-	d->caps = cxip_caps_narrow(caps, hd ? hd->caps : 0, d->caps);
-	if (hd) {
-		if (hd->threading)
-			d->threading = hd->threading;
-		if (hd->control_progress)
-			d->control_progress = hd->control_progress;
-		if (hd->data_progress)
-			d->data_progress = hd->data_progress;
-		if (hd->av_type)
-			d->av_type = hd->av_type;
-		if (hd->auth_key_size == FI_AV_AUTH_KEY) {
-			/* Multiple auth keys per endpoint: keys come from the AV, and (as upstream) no
-			 * FI_DIRECTED_RECV. */
-			d->auth_key_size = FI_AV_AUTH_KEY;
-			fi->caps &= ~FI_DIRECTED_RECV;
-			fi->rx_attr->caps &= ~FI_DIRECTED_RECV;
-			fi->tx_attr->caps &= ~FI_DIRECTED_RECV;
-		} else if (hd->auth_key && hd->auth_key_size == sizeof(struct cxi_auth_key)) {
-			free(d->auth_key);
-			d->auth_key = malloc(sizeof(struct cxi_auth_key));
-			if (d->auth_key) {
-				memcpy(d->auth_key, hd->auth_key, sizeof(struct cxi_auth_key));
-				d->auth_key_size = sizeof(struct cxi_auth_key);
-			}
-		}
-		if (hd->tclass)
-			d->tclass = hd->tclass;
-	}
-	if (hints->ep_attr) {
-		const struct fi_ep_attr *he = hints->ep_attr;
-		if (caps & (FI_RMA | FI_ATOMIC)) {
-			if (he->max_order_raw_size)
-				fi->ep_attr->max_order_raw_size = he->max_order_raw_size;
-			if (he->max_order_war_size)
-				fi->ep_attr->max_order_war_size = he->max_order_war_size;
-			if (he->max_order_waw_size)
-				fi->ep_attr->max_order_waw_size = he->max_order_waw_size;
-		}
-		if (he->tx_ctx_cnt)
-			fi->ep_attr->tx_ctx_cnt = he->tx_ctx_cnt;
-		if (he->rx_ctx_cnt)
-			fi->ep_attr->rx_ctx_cnt = he->rx_ctx_cnt;
-	}
-	const struct fi_rx_attr *hr = hints->rx_attr;
-	fi->rx_attr->caps = cxip_caps_narrow(caps, hr ? hr->caps : 0, fi->rx_attr->caps);
-	if (hr) {
-		fi->rx_attr->op_flags = hr->op_flags;
-		fi->rx_attr->total_buffered_recv = hr->total_buffered_recv;
-		if (hr->size)
-			fi->rx_attr->size = hr->size;
-		if (hr->iov_limit)
-			fi->rx_attr->iov_limit = hr->iov_limit;
-	}
-	const struct fi_tx_attr *ht = hints->tx_attr;
-	fi->tx_attr->caps = cxip_caps_narrow(caps, ht ? ht->caps : 0, fi->tx_attr->caps);
-	if (ht) {
-		fi->tx_attr->op_flags = ht->op_flags;
-		if (ht->inject_size)
-			fi->tx_attr->inject_size = ht->inject_size;
-		if (ht->size)
-			fi->tx_attr->size = ht->size;
-		if (ht->iov_limit)
-			fi->tx_attr->iov_limit = ht->iov_limit;
-		if (ht->rma_iov_limit)
-			fi->tx_attr->rma_iov_limit = ht->rma_iov_limit;
-	}
-}
-
 /* ---- building offers ---- */
 
 struct offer_kind {
@@ -514,6 +224,8 @@ static struct fi_info *offer_build(const struct ctl_nic_info *nic, const struct 
 	fi->addr_format = FI_ADDR_CXI;
 	*fi->tx_attr = tx_attr_tmpl;
 	*fi->rx_attr = rx_attr_tmpl;
+	fi->tx_attr->size = cxip_env.default_tx_size;
+	fi->rx_attr->size = cxip_env.default_rx_size;
 	*fi->ep_attr = ep_attr_tmpl;
 	*fi->domain_attr = domain_attr_tmpl;
 	fi->domain_attr->name = strdup(name);
@@ -642,47 +354,147 @@ static int set_addrs(struct fi_info *fi, const struct addr_req *r)
 	return 0;
 }
 
+/* ---- the cxi provider's own rules (upstream cxip_info.c), on top of libfabric's generic ones ---- */
+
+/* The protocol an offer must have: the one the hints name, else FI_PROTO_CXI (FI_PROTO_CXI_RNR is only
+ * returned when asked for, or without hints). */
+static bool offer_protocol_ok(const struct fi_info *fi, const struct fi_info *hints)
+{
+	if (!hints)
+		return true;
+	uint32_t proto = hints->ep_attr && hints->ep_attr->protocol ? hints->ep_attr->protocol : FI_PROTO_CXI;
+	if (fi->ep_attr->protocol != proto)
+		return false;
+	/* RMA and atomics need an MR mode the application accepted. */
+	return !((fi->caps & (FI_ATOMIC | FI_RMA)) && !fi->domain_attr->mr_mode);
+}
+
+/* Secondary capabilities that cost something on the data path are returned only when asked for:
+ * FI_SOURCE and FI_SOURCE_ERR (overhead on every receive; without hints too), FI_RMA_EVENT (no restricted
+ * packets), FI_FENCE (no PCIe relaxed ordering), FI_HMEM.  The transmit order is the one the hints ask for
+ * (ordering prevents restricted packets).  -FI_ENODATA: FI_SOURCE_ERR asked for without FI_SOURCE. */
+static int offer_cxi_alter(struct fi_info *fi, const struct fi_info *hints)
+{
+	if (!hints) {
+		fi->caps &= ~(FI_SOURCE | FI_SOURCE_ERR);
+		fi->rx_attr->caps &= ~(FI_SOURCE | FI_SOURCE_ERR);
+		return 0;
+	}
+	if ((hints->caps & FI_SOURCE_ERR) && !(hints->caps & FI_SOURCE))
+		return -FI_ENODATA;
+	fi->tx_attr->msg_order = hints->tx_attr ? hints->tx_attr->msg_order : 0;
+	uint64_t drop = 0, drop_tx = 0, drop_rx = 0;
+	if (hints->caps && !(hints->caps & FI_RMA_EVENT))
+		drop_rx |= FI_RMA_EVENT;
+	if (!(hints->caps & FI_SOURCE))
+		drop_rx |= FI_SOURCE;
+	if (!(hints->caps & FI_SOURCE_ERR))
+		drop_rx |= FI_SOURCE_ERR;
+	if (hints->caps && !(hints->caps & FI_FENCE))
+		drop_tx |= FI_FENCE;
+	if (hints->caps && !(hints->caps & FI_HMEM))
+		drop = FI_HMEM;
+	fi->caps &= ~(drop | drop_tx | drop_rx);
+	fi->tx_attr->caps &= ~(drop | drop_tx);
+	fi->rx_attr->caps &= ~(drop | drop_rx);
+	return 0;
+}
+
+/* A hint of FI_MR_ENDPOINT alone gets FI_MR_ALLOCATED added: the provider did not always say it needs
+ * pinned memory, and applications written then ask for FI_MR_ENDPOINT only. */
+static struct fi_info *hints_mr_allocated(const struct fi_info *hints, bool *dup)
+{
+	*dup = false;
+	if (!hints || !hints->domain_attr || hints->domain_attr->mr_mode != FI_MR_ENDPOINT)
+		return (struct fi_info *)hints;
+	struct fi_info *h = fi_dupinfo(hints);
+	if (!h)
+		return NULL;
+	h->domain_attr->mr_mode |= FI_MR_ALLOCATED;
+	*dup = true;
+	return h;
+}
+
+/* With hints, only the most preferred offer per domain (and address format) is returned. */
+static void keep_first_per_domain(struct fi_info *head)
+{
+	for (struct fi_info *prev = head; prev && prev->next;) {
+		struct fi_info *fi = prev->next;
+		if (!strcmp(fi->domain_attr->name, prev->domain_attr->name) && fi->addr_format == prev->addr_format) {
+			prev->next = fi->next;
+			fi->next = NULL;
+			fi_freeinfo(fi);
+		} else {
+			prev = fi;
+		}
+	}
+}
+
+static int offers_for_nic(uint32_t version, const struct ctl_nic_info *nic, const struct fi_info *hints,
+			  const struct addr_req *r, struct fi_info ***tail)
+{
+	for (uint32_t kind = 0; kind < sizeof(offer_kinds) / sizeof(offer_kinds[0]); kind++) {
+		struct fi_info *fi = offer_build(nic, &offer_kinds[kind], (uint16_t)cxip_env.default_vni);
+		if (!fi)
+			return -FI_ENOMEM;
+		if (!cxip_info_ok(version, fi, hints)) {
+			fi_freeinfo(fi);
+			continue;
+		}
+		cxip_info_alter(fi, hints, version);
+		if (!offer_protocol_ok(fi, hints)) {
+			fi_freeinfo(fi);
+			continue;
+		}
+		int ret = offer_cxi_alter(fi, hints);
+		if (!ret)
+			ret = set_addrs(fi, r);
+		if (ret) {
+			fi_freeinfo(fi);
+			return ret;
+		}
+		**tail = fi;
+		*tail = &fi->next;
+	}
+	return 0;
+}
+
 int cxip_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
-		 const struct fi_info *hints, struct fi_info **info)
+		 const struct fi_info *user_hints, struct fi_info **info)
 {
 	*info = NULL;
-	if (hints && hints->fabric_attr && hints->fabric_attr->prov_name &&
-	    !strcasestr(hints->fabric_attr->prov_name, CXIP_PROV_NAME))
+	if (user_hints && user_hints->fabric_attr && user_hints->fabric_attr->prov_name &&
+	    !strcasestr(user_hints->fabric_attr->prov_name, CXIP_PROV_NAME))
 		return -FI_ENODATA;
-	if (hints && hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC && hints->ep_attr->type != FI_EP_RDM)
+	if (user_hints && user_hints->ep_attr && user_hints->ep_attr->type != FI_EP_UNSPEC &&
+	    user_hints->ep_attr->type != FI_EP_RDM)
 		return -FI_ENODATA;
 	struct cxip_dev *dev;
 	int ret = cxip_dev_get(&dev);
 	if (ret)
 		return -FI_ENODATA;
 	struct addr_req r;
-	ret = resolve_addrs(node, service, flags, hints, &dev->info, &r);
+	ret = resolve_addrs(node, service, flags, user_hints, &dev->info, &r);
 	if (ret)
 		return ret;
+	bool dup;
+	struct fi_info *hints = hints_mr_allocated(user_hints, &dup);
+	if (user_hints && !hints)
+		return -FI_ENOMEM;
 	struct fi_info *head = NULL, **tail = &head;
-	for (uint32_t i = 0; i < dev->info.nnics; i++) {
+	for (uint32_t i = 0; i < dev->info.nnics && !ret; i++) {
 		if ((r.src_index >= 0 && (uint32_t)r.src_index != i) || !device_allowed(dev->info.nics[i].index))
 			continue;
-		for (uint32_t kind = 0; kind < sizeof(offer_kinds) / sizeof(offer_kinds[0]); kind++) {
-			struct fi_info *fi = offer_build(&dev->info.nics[i], &offer_kinds[kind], (uint16_t)cxip_env.default_vni);
-			if (!fi) {
-				fi_freeinfo(head);
-				return -FI_ENOMEM;
-			}
-			if (!info_ok(version, fi, hints)) {
-				fi_freeinfo(fi);
-				continue;
-			}
-			info_alter(fi, hints, version);
-			if (set_addrs(fi, &r)) {
-				fi_freeinfo(fi);
-				fi_freeinfo(head);
-				return -FI_ENOMEM;
-			}
-			*tail = fi;
-			tail = &fi->next;
-		}
+		ret = offers_for_nic(version, &dev->info.nics[i], hints, &r, &tail);
 	}
+	if (dup)
+		fi_freeinfo(hints);
+	if (ret) {
+		fi_freeinfo(head);
+		return ret;
+	}
+	if (user_hints)
+		keep_first_per_domain(head);
 	*info = head;
 	return head ? 0 : -FI_ENODATA;
 }

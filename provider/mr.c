@@ -125,7 +125,9 @@ static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		struct cxip_cntr *c = (struct cxip_cntr *)bfid;
 		if (!flags || (flags & ~(FI_REMOTE_WRITE | FI_REMOTE_READ)))
 			return -FI_EBADFLAGS;
-		if (mr->cntr || c->dom != mr->dom || !(mr->flags & FI_RMA_EVENT))
+		/* Accepted on any MR, as upstream (cxi's mr_mode has no FI_MR_RMA_EVENT): the counter counts the
+		 * accesses the flags name. */
+		if (mr->cntr || c->dom != mr->dom)
 			return -FI_EINVAL;
 		mr->cntr = c;
 		mr->cntr_flags = flags;

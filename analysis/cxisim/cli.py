@@ -56,7 +56,16 @@ def _terminate(signum, frame):
 
 def main(argv=None):
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Commands that take an optional trailing command after their own positionals (`cxisim sweep S -- CMD`)
+    # get it split off here: argparse cannot place a second, optional positional list after options.
+    trailing = None
+    if argv and "--" in argv and getattr(_commands().get(argv[0]), "TRAILING_COMMAND", False):
+        i = argv.index("--")
+        argv, trailing = argv[:i], argv[i + 1:]
     args = parser.parse_args(argv)
+    if trailing is not None:
+        args.command = trailing
     if not getattr(args, "_main", None):
         parser.print_help(sys.stderr)
         return 2

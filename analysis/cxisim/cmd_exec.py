@@ -38,7 +38,9 @@ def _build_dir():
     return os.path.join(REPO, os.environ.get("CXISIM_BUILD", "build"))
 
 
-def _wait_socket(path, proc, timeout=10.0):
+def _wait_socket(path, proc, timeout=300.0):
+    # Large scenarios (thousands of simulated clients, under ASan) take a while to build before the
+    # daemon listens; a daemon that exits is noticed at once.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -80,7 +82,8 @@ def main(args):
         cfg_path = os.path.join(tmp, "scenario.json")
         with open(cfg_path, "w", encoding="utf-8") as f:
             scn.dump_json(cfg, f)
-        cmd = [daemon, "--socket", sock, "--config", cfg_path, "--source", args.scenario]
+        cmd = [daemon, "--socket", sock, "--config", cfg_path, "--source", args.scenario,
+               *getattr(args, "daemon_args", [])]
         if args.out:
             os.makedirs(args.out, exist_ok=True)
             cmd += ["--out", args.out]

@@ -7,12 +7,16 @@ from . import scenario as scn
 from . import summary
 from .sweep import Sweep, parse_vary
 
+TRAILING_COMMAND = True  # cxisim sweep SCENARIO [options] -- CMD (cli.py splits it off)
+
 HELP = "run a scenario's parameter lists (its `sweep:` mapping), points in parallel"
 DESCRIPTION = ("Expand SCENARIO's `sweep:` mapping (a list of values per template variable or dotted field; "
                "the points are their cartesian product) and run every point, --jobs at a time, into "
                "OUT/NAME/<point>/.  Writes OUT/NAME/sweep.json (the points and their run directories) and "
                "prints a summary table.  With --slurm FILE, writes a Slurm job-array script (one array task "
-               "per point) instead of running anything.")
+               "per point) instead of running anything.  With `-- CMD`, each point runs CMD under `cxisim exec` (the "
+               "emulation daemon with the point's scenario, e.g. a real server against replay clients), one point "
+               "at a time; `{key}` in CMD is replaced by the point's value of that variable.")
 
 
 def add_arguments(p):
@@ -34,13 +38,19 @@ def add_arguments(p):
     p.add_argument("--slurm-option", action="append", default=[], metavar="OPT",
                    help="with --slurm: an extra #SBATCH line, e.g. --slurm-option=--partition=debug")
     p.add_argument("--list", action="store_true", help="print the points and exit")
+    p.set_defaults(command=[])
+    p.epilog = ("-- CMD...: run each point's scenario in the emulation daemon with CMD ({key} replaced by the "
+                "point's values)")
 
 
 def main(args):
     seed = inputs.seed_option(args.seed)
     if args.jobs is not None and args.jobs < 1:
         raise InputError(f"--jobs {args.jobs}: expected a positive integer")
-    sw = Sweep(args.scenario, scn.parse_sets(args.sets), parse_vary(args.vary), seed=seed, out=args.out)
+    sw = Sweep(args.scenario, scn.parse_sets(args.sets), parse_vary(args.vary), seed=seed, out=args.out,
+               command=args.command)
+    if args.command and args.slurm:
+        raise InputError("--slurm runs points with the engine; a sweep with a command runs them locally")
     if args.list:
         for name in sw.run_names:
             print(name)

@@ -37,10 +37,11 @@ plt = _Pyplot()
 KINDS = ("rpc-rate", "bandwidth", "latency", "le-use", "mr", "rank")
 
 Y = {
-    "rpc-rate": ("rpc_server.rpc_rate", 1e-6, "aggregate RPC rate (M ops/s)", "ops/s"),
+    "rpc-rate": ("rpc_server.rpc_rate|replay.rpc_rate", 1e-6, "aggregate RPC rate (M ops/s)", "ops/s"),
     "bandwidth": ("rpc_client.bulk.bandwidth_gbs", 1.0, "aggregate bulk bandwidth (GB/s)", "GB/s"),
 }
-X_CANDIDATES = [("rpc_client.processes", "client processes"), ("rpc_client.request_bytes", "request size (bytes)")]
+X_CANDIDATES = [("rpc_client.processes|replay.processes", "client processes"),
+                ("rpc_client.request_bytes", "request size (bytes)")]
 
 
 def tags(run):
@@ -94,15 +95,23 @@ def series_label(run, fields):
     parts = []
     for f in fields:
         v = run.params.get(f)
-        parts.append(f"{f.split('.')[-1]}={v}")
+        parts.append(str(v) if f == "description" else f"{f.split('.')[-1]}={v}")
     return ", ".join(parts)
 
 
 def group(runs, xpath):
-    fields = series_fields(runs, xpath)
+    """Series by the fields that vary within a scenario; runs of several scenarios (a real server's replay
+    runs next to the modelled server's) get their scenario's name in front."""
+    names = list(dict.fromkeys(r.name for r in runs))
     groups = {}
-    for r in runs:
-        groups.setdefault(series_label(r, fields), []).append(r)
+    for name in names:
+        mine = [r for r in runs if r.name == name]
+        fields = series_fields(mine, xpath)
+        for r in mine:
+            label = series_label(r, fields)
+            if len(names) > 1:
+                label = name if label == name else f"{name}: {label}"
+            groups.setdefault(label, []).append(r)
     for lst in groups.values():
         lst.sort(key=lambda r: (r.get(xpath) is None, r.get(xpath) or 0))
     return groups
@@ -123,7 +132,7 @@ def _matches(pub, run_tags):
 def overlay_published(ax, runs, groups, colors, unit, scale, fig_name):
     """Draw the seed's published values for this figure; returns how many were drawn."""
     n = 0
-    xs = [r.get("rpc_client.processes") for r in runs if r.get("rpc_client.processes")]
+    xs = [r.get(X_CANDIDATES[0][0]) for r in runs if r.get(X_CANDIDATES[0][0])]
     xmin = min(xs) if xs else 1
     for pub in seed000.for_figure(fig_name):
         if pub["unit"] != unit:
@@ -172,7 +181,7 @@ def plot_xy(runs, kind, base, title=None, published=True):
         line, = ax.plot([r.get(xpath) for r in lst], [r.get(ypath) * yscale for r in lst], marker="o",
                         markersize=4, label=label)
         colors[label] = line.get_color()
-    fig_name = seed000.figure_of(runs[0].name)
+    fig_name = next((seed000.figure_of(r.name) for r in runs if seed000.figure_of(r.name)), None)
     if published and fig_name:
         if overlay_published(ax, runs, groups, colors, unit, yscale, fig_name):
             ax.plot([], [], "k--", linewidth=1, label="seed 000 published (text)")
@@ -182,22 +191,24 @@ def plot_xy(runs, kind, base, title=None, published=True):
     ax.set_ylim(bottom=0)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(title or f"{runs[0].name}: {ylabel}")
+    names = " vs ".join(dict.fromkeys(r.name for r in runs))
+    ax.set_title(title or f"{names}: {ylabel}")
     return _save(fig, base)
 
 
 def plot_latency(runs, base, title=None):
     xpath, xlabel = pick_x(runs)
-    runs = [r for r in runs if r.get("rpc_client.latency_ns.p50") is not None and r.get(xpath) is not None]
+    lat = "rpc_client.latency_ns.{0}|replay.latency_ns.{0}"
+    runs = [r for r in runs if r.get(lat.format("p50")) is not None and r.get(xpath) is not None]
     if not runs:
         raise InputError("no run has rpc_client.latency_ns: nothing to plot for 'latency'")
     groups = group(runs, xpath)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, lst in groups.items():
         x = [r.get(xpath) for r in lst]
-        line, = ax.plot(x, [r.get("rpc_client.latency_ns.p50") / 1e3 for r in lst], marker="o", markersize=4,
+        line, = ax.plot(x, [r.get(lat.format("p50")) / 1e3 for r in lst], marker="o", markersize=4,
                         label=f"{label} p50")
-        ax.plot(x, [r.get("rpc_client.latency_ns.p99") / 1e3 for r in lst], marker="x", markersize=4,
+        ax.plot(x, [r.get(lat.format("p99")) / 1e3 for r in lst], marker="x", markersize=4,
                 linestyle="--", color=line.get_color(), label=f"{label} p99")
     ax.set_xscale("log", base=2 if "bytes" in xpath else 10)
     ax.set_yscale("log")
@@ -312,8 +323,8 @@ def default_kinds(runs):
         kinds.append("mr")
     if any(r.get("rpc_client.bulk.bandwidth_gbs") for r in runs):
         kinds.append("bandwidth")
-    elif any(r.get("rpc_server.rpc_rate") is not None for r in runs):
+    elif any(r.get(Y["rpc-rate"][0]) is not None for r in runs):
         kinds.append("rpc-rate")
-    if any(r.get("rpc_client.latency_ns.p50") is not None for r in runs):
+    if any(r.get("rpc_client.latency_ns.p50|replay.latency_ns.p50") is not None for r in runs):
         kinds.append("latency")
     return kinds

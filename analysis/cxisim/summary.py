@@ -18,7 +18,13 @@ class Run:
         return self.metrics.get("scenario") or self.scenario.get("name") or os.path.basename(os.path.dirname(self.dir))
 
     def get(self, dotted, default=None):
-        return lookup(self.metrics, dotted, default)
+        """A metrics value by dotted path; "a.b|c.d" takes the first path present (the same quantity in
+        different models, e.g. the modelled server's rate and the replay clients' rate)."""
+        for path in dotted.split("|"):
+            v = lookup(self.metrics, path)
+            if v is not None:
+                return v
+        return default
 
 
 def flatten(d, prefix=""):
@@ -103,7 +109,9 @@ def fmt_rate(v):
 
 # Summary columns: (header, metrics path, formatter)
 COLUMNS = [
-    ("M RPC/s", "rpc_server.rpc_rate", fmt_rate),
+    ("M RPC/s", "rpc_server.rpc_rate|replay.rpc_rate", fmt_rate),
+    ("answered", "replay.answered", lambda v: "-" if v is None else str(v)),
+    ("dup", "replay.duplicates", lambda v: "-" if v is None else str(v)),
     ("p50 us", "rpc_client.latency_ns.p50", lambda v: "-" if v is None else f"{v / 1e3:.2f}"),
     ("p99 us", "rpc_client.latency_ns.p99", lambda v: "-" if v is None else f"{v / 1e3:.2f}"),
     ("GB/s", "rpc_client.bulk.bandwidth_gbs", lambda v: "-" if v is None else f"{v:.2f}"),

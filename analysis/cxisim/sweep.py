@@ -4,12 +4,20 @@ A scenario declares its sweep in the reserved top-level `sweep:` mapping (stripp
 the config).  Each key is a template variable or a dotted field of the rendered scenario, exactly as for
 `--set`; each value is a list.  The points are the cartesian product, in the order the keys are written
 (the last key varies fastest).  `--vary key=v1,v2` on the command line replaces or adds a list.
+
+With a command (`cxisim sweep SCENARIO ... -- CMD`), each point runs CMD under `cxisim exec` with the
+point's scenario (the emulation daemon, e.g. a real server against replay clients), one point at a time;
+`{key}` in CMD's arguments is replaced by the point's (or --set) value of that variable.  The run directory
+gets the daemon's outputs, scenario.json and command.out (CMD's output).
 """
 import concurrent.futures
 import itertools
 import json
 import os
 import shlex
+import shutil
+import string
+import subprocess
 import sys
 import time
 
@@ -73,8 +81,9 @@ def point_name(point):
 class Sweep:
     """A rendered sweep: the template, the fixed --set values, and its points."""
 
-    def __init__(self, template, sets=None, vary=None, seed=None, out="out"):
+    def __init__(self, template, sets=None, vary=None, seed=None, out="out", command=None):
         self.template = template
+        self.command = list(command or [])
         self.sets = dict(sets or {})
         self.seed = seed
         self.out = out
@@ -91,6 +100,57 @@ class Sweep:
         if len(set(names)) != len(names):
             raise InputError(f"{template}: sweep points are not distinct: {names}")
         self.run_names = names
+        # Check the command's {key} references now, too.
+        for p in self.points:
+            self.command_for(p)
+
+    def command_for(self, point):
+        """CMD with {key} replaced by the point's (or --set) values."""
+        values = {**self.sets, **point}
+        out = []
+        for a in self.command:
+            try:
+                out.append(string.Formatter().vformat(a, (), values))
+            except (KeyError, IndexError) as e:
+                raise InputError(f"command argument '{a}': {e} is not a swept or --set variable") from None
+            except ValueError as e:
+                raise InputError(f"command argument '{a}': {e} (write {{{{ and }}}} for literal braces)") from None
+        return out
+
+    def run_exec(self, i):
+        """One point under `cxisim exec`: returns its run directory."""
+        point = self.points[i]
+        parent = self.dir
+        final = os.path.join(parent, self.run_names[i])
+        os.makedirs(parent, exist_ok=True)
+        tmp = os.path.join(parent, f".{self.run_names[i]}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        try:
+            with open(os.path.join(tmp, "scenario.json"), "w", encoding="utf-8") as f:
+                scn.dump_json(scn.resolved(self.docs[i], self.seed), f)
+            args = [sys.executable, os.path.join(REPO, "cxisim"), "exec", "--scenario", self.template,
+                    "--out", tmp]
+            for k, v in {**self.sets, **point}.items():
+                args += ["--set", f"{k}={json.dumps(v) if not isinstance(v, str) else v}"]
+            if self.seed is not None:
+                args += ["--seed", str(self.seed)]
+            args += ["--", *self.command_for(point)]
+            with open(os.path.join(tmp, "command.out"), "w") as log:
+                rc = subprocess.call(args, stdout=log, stderr=subprocess.STDOUT)
+            if rc != 0:
+                with open(os.path.join(tmp, "command.out")) as f:
+                    tail = f.read()[-2000:]
+                if rc == 2:
+                    raise InputError(tail.strip())
+                raise RuntimeError(f"point {self.run_names[i]}: status {rc}:\n{tail}")
+            if os.path.exists(final):
+                shutil.rmtree(final)
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return final
 
     @property
     def dir(self):
@@ -117,12 +177,15 @@ class Sweep:
 
     def run(self, jobs=None, log=sys.stderr):
         """Run every point, `jobs` at a time; returns the run directories in point order."""
-        jobs = max(1, jobs or os.cpu_count() or 1)
+        # Points with a real command compete for the cores with their own daemon: one at a time by default.
+        jobs = max(1, jobs or (1 if self.command else os.cpu_count() or 1))
         n = len(self.points)
         dirs, walls = [None] * n, [None] * n
 
         def one(i):
             t0 = time.monotonic()
+            if self.command:
+                return i, self.run_exec(i), time.monotonic() - t0
             d = runmod.run_scenario(self.template, {**self.sets, **self.points[i]}, seed=self.seed, out=self.out,
                                     run_name=self.run_names[i], quiet=True, doc=self.docs[i])
             return i, d, time.monotonic() - t0

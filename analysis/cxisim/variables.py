@@ -9,11 +9,14 @@ does not change; the rest of that line is free text), one per line:
         strategy: word
         mr_method: one of optimized, standard, prov_key_cache, match_events
         victim: bool
+        capture: path
+        vnis: list of int 0..65535
     #}
 
 `int LO..HI` takes an integer (or an integral number such as 1e6), `number LO..HI` any finite number,
 `bool` true or false, `word` a string of letters, digits and `_.+-` (a name the engine checks, safe to
-write unquoted into YAML), `one of A, B` one of those words.  A value given with --set (or a sweep) to a
+write unquoted into YAML), `path` a file name (those and `/~=,@`), `one of A, B` one of those words,
+`list of int LO..HI` a list of such integers (`--set vnis=[10, 11]`).  A value given with --set (or a sweep) to a
 template with such a block must be for a declared variable and is checked before anything is rendered, so
 a template never divides by a zero or loops over a range it was not meant to.  Templates without a block
 take any value (rendering errors are still reported as one line).  tests/py/test_frontend_inputs.py checks
@@ -27,8 +30,10 @@ from .inputs import as_int, show
 
 _BLOCK_RE = re.compile(r"\{#-?\s*variables:[^\n]*\n(.*?)-?#\}", re.S)
 _DECL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*?)\s*")
-_RANGE_RE = re.compile(r"(int|number)\s+(\S+?)\s*\.\.\s*(\S+)")
+_RANGE_RE = re.compile(r"(list of int|int|number)\s+(\S+?)\s*\.\.\s*(\S+)")
 WORD_RE = re.compile(r"[A-Za-z0-9_.+-]{1,255}")
+PATH_RE = re.compile(r"[A-Za-z0-9_.+/~=,@-]{1,4096}")
+LIST_MAX = 4096  # elements of a `list of int` value
 
 
 class Var:
@@ -37,6 +42,17 @@ class Var:
 
     def check(self, v):
         """The value, normalised (an integral float as int); raises ValueError(problem)."""
+        if self.kind == "list of int":
+            if not isinstance(v, list) or len(v) > LIST_MAX:
+                raise ValueError(f"expected a list of at most {LIST_MAX} integers, got {show(v)}")
+            item = Var(self.name, "int", self.lo, self.hi)
+            out = []
+            for i, x in enumerate(v):
+                try:
+                    out.append(item.check(x))
+                except ValueError as e:
+                    raise ValueError(f"[{i}]: {e}") from None
+            return out
         if self.kind == "int":
             x = as_int(v)
             if x is None:
@@ -53,6 +69,10 @@ class Var:
             if not isinstance(v, str) or not WORD_RE.fullmatch(v):
                 raise ValueError(f"expected a word (letters, digits, '_', '.', '+', '-'), got {show(v)}")
             return v
+        elif self.kind == "path":
+            if not isinstance(v, str) or not PATH_RE.fullmatch(v):
+                raise ValueError(f"expected a file name (letters, digits, '_.+/~=,@-'), got {show(v)}")
+            return v
         else:
             if v not in self.choices:
                 raise ValueError(f"expected one of {', '.join(self.choices)}, got {show(v)}")
@@ -68,7 +88,7 @@ def _number(s, kind):
         v = load(s)
     except Exception:
         v = None
-    x = as_int(v) if kind == "int" else v
+    x = v if kind == "number" else as_int(v)
     if x is None or isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         raise ValueError(s)
     return x
@@ -78,11 +98,11 @@ def _parse_decl(name, spec):
     m = _RANGE_RE.fullmatch(spec)
     if m:
         kind = m.group(1)
-        lo, hi = _number(m.group(2), kind), _number(m.group(3), kind)
+        lo, hi = _number(m.group(2), kind), _number(m.group(3), kind)  # (a list's elements: ints)
         if lo > hi:
             raise ValueError(spec)
         return Var(name, kind, lo, hi)
-    if spec in ("bool", "word"):
+    if spec in ("bool", "word", "path"):
         return Var(name, spec)
     if spec.startswith("one of "):
         choices = [c.strip() for c in spec[7:].split(",")]
@@ -110,7 +130,8 @@ def declared(path, text):
             out[d.group(1)] = _parse_decl(d.group(1), d.group(2))
         except ValueError as e:
             raise InputError(f"{path}:{line0 + i}: variables: cannot read declaration '{e}' (expected NAME: "
-                             f"int LO..HI, number LO..HI, bool, word or one of A, B, ...)") from None
+                             f"int LO..HI, number LO..HI, bool, word, path, one of A, B, ... or list of int "
+                             f"LO..HI)") from None
     return out
 
 

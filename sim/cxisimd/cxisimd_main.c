@@ -30,13 +30,16 @@ static const char default_scenario[] =
 static void usage(FILE *f)
 {
 	fputs("usage: cxisimd --socket PATH [--config FILE.json] [--source NAME] [--out DIR] [--private]\n"
-	      "               [--linger S] [--quiet]\n"
+	      "               [--linger S] [--capture FILE] [--quiet]\n"
 	      "  --socket PATH   UNIX socket to listen on (the provider finds it through CXISIM_SOCKET)\n"
 	      "  --config FILE   resolved scenario (JSON) with fabric, nic and emulation sections;\n"
 	      "                  default: 32 nodes x 2 NICs on the direct fabric\n"
 	      "  --source NAME   file name shown in config error messages\n"
 	      "  --out DIR       write metrics.json, telemetry.csv, timeseries.csv, run.json there at exit\n"
 	      "  --private       exit once the last client has detached (after --linger seconds, default 2)\n"
+	      "  --capture FILE  record what the processes do on the fabric (messages with payloads, receives,\n"
+	      "                  RMA, memory regions with contents) for the replay workload (docs/replay.md)\n"
+	      "  --capture-max-payload BYTES, --capture-max-image BYTES  limits per message / region\n"
 	      "  --quiet         no log lines on stderr\n",
 	      f);
 }
@@ -74,9 +77,12 @@ int main(int argc, char **argv)
 		{ "source", required_argument, 0, 'S' }, { "out", required_argument, 0, 'o' },
 		{ "private", no_argument, 0, 'p' },      { "linger", required_argument, 0, 'l' },
 		{ "quiet", no_argument, 0, 'q' },        { "help", no_argument, 0, 'h' },
+		{ "capture", required_argument, 0, 'C' }, { "capture-max-payload", required_argument, 0, 'P' },
+		{ "capture-max-image", required_argument, 0, 'I' },
 		{ 0, 0, 0, 0 },
 	};
-	const char *sock = NULL, *config = NULL, *source = NULL;
+	const char *sock = NULL, *config = NULL, *source = NULL, *capture = NULL;
+	uint64_t cap_payload = 1 << 16, cap_image = 64 << 20;
 	struct daemon d = { .listen_fd = -1, .linger_s = 2.0 };
 	int c;
 	while ((c = getopt_long(argc, argv, "s:c:S:o:pl:qh", opts, NULL)) != -1) {
@@ -88,6 +94,9 @@ int main(int argc, char **argv)
 		case 'p': d.private_mode = true; break;
 		case 'l': d.linger_s = atof(optarg); break;
 		case 'q': d.quiet = true; break;
+		case 'C': capture = optarg; break;
+		case 'P': cap_payload = strtoull(optarg, NULL, 0); break;
+		case 'I': cap_image = strtoull(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -116,6 +125,8 @@ int main(int argc, char **argv)
 	d.st_backlogged = stats_counter(st, "emulation.events_backlogged");
 	d.st_bad_cmds = stats_counter(st, "emulation.bad_commands");
 	d.st_causality_lag = stats_counter(st, "emulation.causality_lag_ps");
+	if (capture && capture_open(&d, capture, cap_payload, cap_image))
+		return 2;
 	pool_init(&d.op_pool, sizeof(struct dop), 1024);
 	pool_init(&d.backlog_pool, sizeof(struct backlog), 256);
 	signal(SIGPIPE, SIG_IGN);
@@ -142,6 +153,10 @@ int main(int argc, char **argv)
 	unlink(d.sock_path);
 	close(d.listen_fd);
 	int rc = 0;
+	if (capture_close(&d)) {
+		fprintf(stderr, "cxisimd: writing the capture %s: %s\n", capture, strerror(errno));
+		rc = 1;
+	}
 	if (d.out_dir) {
 		d.sc->stop = SIM_STOP_REQUESTED;
 		if (scenario_write_outputs(d.sc, d.out_dir)) {

@@ -8,6 +8,8 @@
  *   host.c      the NIC's DMA into real processes (process_vm_readv/writev)
  *   clock.c     time modes (realtime: virtual time follows the wall clock)
  *   emulation.c the "emulation" scenario section: nodes, NICs per node, placement, time mode
+ *   capture.c   --capture FILE: what the processes do on the fabric, for the replay workload
+ *   workloads.c simulated workloads of the scenario (replay) next to the attached processes
  */
 #ifndef CXISIMD_DAEMON_H
 #define CXISIMD_DAEMON_H
@@ -26,6 +28,8 @@
 
 struct scenario;
 struct client;
+struct capture;
+struct cxs_cmd;
 
 /* ---- emulation section (emulation.c) ---- */
 enum placement_policy {
@@ -107,6 +111,10 @@ struct dep {
 	uint64_t nops;
 	bool fatal;
 	bool closing;
+	bool recv_posted;     /* a receive was posted (simulated workloads may now send to it) */
+	uint32_t cap_ep;      /* capture id (0: not captured) */
+	uint32_t cap_images_due; /* MRs registered since the last send, whose exposed image is still due */
+	simtime_t cap_last_rx, cap_last_tx;
 	uint32_t close_seq;
 	simtime_t close_deadline;
 	sim_timer close_timer;
@@ -120,6 +128,10 @@ struct dmr {
 	uint32_t ct_flags;     /* MRF_CT_REMOTE_WRITE / MRF_CT_REMOTE_READ */
 	uint64_t context;      /* the MR's fid context in the process */
 	uint32_t pending_seq;  /* control request waiting for the registration / close to finish */
+	uint64_t addr, len;    /* the region in the process */
+	uint32_t reg_flags;    /* enum mr_reg_flags */
+	uint32_t cap_mr;       /* capture id (0: not captured) */
+	bool cap_exposed;      /* its exposed image is captured */
 	bool registered, closing;
 };
 
@@ -149,6 +161,7 @@ struct client {
 	bool detached;        /* said goodbye: its socket closing is not a death */
 	bool dead;
 	struct pcb_shm *pcb;
+	uint32_t cap_proc;    /* capture id (0: not captured yet) */
 	size_t pcb_len;
 	int pcb_fd;
 	struct obj *objs;
@@ -182,6 +195,7 @@ struct daemon {
 	bool quiet;
 	bool stopping;
 	const char *out_dir;
+	struct capture *cap;  /* --capture: NULL when not capturing */
 	/* counters (stats registry) */
 	uint64_t *st_attach, *st_detach, *st_client_deaths, *st_cmds, *st_events, *st_backlogged, *st_bad_cmds,
 		*st_causality_lag;
@@ -219,6 +233,21 @@ extern const struct nic_mem_ops host_mem_ops;
 /* Marks an address in the daemon's own memory (inject payloads).  Bit 63 belongs to the software layer's
  * private memory (sw_impl.h), user addresses stay below 2^57. */
 #define HOST_DAEMON_ADDR (1ULL << 62)
+
+/* capture.c */
+int capture_open(struct daemon *d, const char *path, uint64_t max_payload, uint64_t max_image);
+int capture_close(struct daemon *d);
+void capture_ep(struct dep *ep, const struct ctl_ep_open_req *req);
+/* A command the endpoint accepted; inline_payload: an inject send's bytes. */
+void capture_cmd(struct dep *ep, const struct cxs_cmd *cmd, const void *inline_payload);
+void capture_comp(struct dep *ep, const struct sw_comp *c);
+void capture_mr(struct dmr *mr);
+/* readable: the process is alive (its memory gives the region's image at close). */
+void capture_mr_close(struct dmr *mr, bool readable);
+
+/* workloads.c */
+/* The endpoint posted its first receive: simulated clients aimed at it may start. */
+void workloads_ep_ready(struct dep *ep);
 
 /* clock.c */
 void clock_init(struct daemon *d);

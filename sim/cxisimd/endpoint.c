@@ -229,8 +229,10 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 	case CXS_CMD_READ: ct = ep->cts[EPC_READ]; break;
 	}
 	ct_count(ct, fail, c->len);
-	if (fail || (op->cflags & CXS_F_COMPLETION))
+	if (fail || (op->cflags & CXS_F_COMPLETION)) {
 		post_event(ep, q, op->context, c);
+		capture_comp(ep, c);
+	}
 	bool last = op->op != CXS_CMD_RECV || !(op->cflags & CXS_F_MULTI_RECV) || (c->flags & FI_MULTI_RECV);
 	if (last)
 		ep_op_free(op);
@@ -266,6 +268,7 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 	const struct cxs_cmd *cmd = (const void *)raw;
 	struct daemon *d = ep->o.c->d;
 	size_t have = (size_t)nslots * RING_SLOT;
+	const void *inl = NULL;
 	(*d->st_cmds)++;
 	if (!addr_ok(cmd->addr) || (cmd->len && cmd->addr + cmd->len < cmd->addr) || cmd->len > UINT32_MAX) {
 		(*d->st_bad_cmds)++;
@@ -282,7 +285,6 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 	int ret;
 	switch (cmd->op) {
 	case CXS_CMD_SEND: {
-		const void *inl = NULL;
 		if (cmd->flags & CXS_F_INJECT) {
 			if (cmd->len > 192 || sizeof(*cmd) + cmd->len > have) {
 				(*d->st_bad_cmds)++;
@@ -370,6 +372,12 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 		return -EAGAIN;
 	if (ret)
 		fail_cmd(ep, cmd, -ret);
+	else
+		capture_cmd(ep, cmd, inl);
+	if (!ret && cmd->op == CXS_CMD_RECV && !ep->recv_posted) {
+		ep->recv_posted = true;
+		workloads_ep_ready(ep);
+	}
 	return 0;
 }
 
@@ -536,6 +544,7 @@ int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_o
 	}
 	rep->id = ep->o.id;
 	rep->pid = ep->pid;
+	capture_ep(ep, req);
 	/* Commands may already be waiting. */
 	ep_drain_cmdq(ep);
 	return 0;
@@ -664,6 +673,7 @@ static void mr_reg_done(void *ctx, struct sw_mr *m, int ret)
 		return;
 	}
 	mr->registered = true;
+	capture_mr(mr);
 	struct ctl_mr_reg_rep rep = { .id = mr->o.id, .key = sw_mr_key(mr->mr), .optimized = sw_mr_is_optimized(mr->mr) };
 	server_reply(c, mr->pending_seq, 0, &rep, sizeof(rep), NULL, 0);
 }
@@ -685,7 +695,9 @@ int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, boo
 		access |= FI_REMOTE_WRITE;
 	if ((req->flags & MRF_PROV_KEY) && !(req->flags & MRF_DOMAIN_KEY))
 		flags |= SW_MR_PROV_KEY;
-	if (req->flags & MRF_RMA_EVENT)
+	/* A counter bound to the MR counts its remote accesses: the MR reports them (upstream counts them with
+	 * a CT on the MR's LE). */
+	if ((req->flags & MRF_RMA_EVENT) || ct)
 		flags |= FI_RMA_EVENT;
 	struct dmr *mr = xcalloc(1, sizeof(*mr));
 	mr->o.kind = OBJ_MR;
@@ -693,6 +705,9 @@ int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, boo
 	mr->ct = ct;
 	mr->ct_flags = req->flags & (MRF_CT_REMOTE_WRITE | MRF_CT_REMOTE_READ);
 	mr->context = req->context;
+	mr->addr = req->addr;
+	mr->len = req->len;
+	mr->reg_flags = req->flags;
 	client_add_obj(c, &mr->o);
 	mr->pending_seq = seq;
 	int ret = sw_mr_reg(ep->sw, req->addr, req->len, access, req->key, flags, mr_reg_done, mr, &mr->mr);
@@ -728,6 +743,7 @@ int mr_close(struct dmr *mr, uint32_t seq, bool *deferred)
 	}
 	mr->closing = true;
 	mr->pending_seq = seq;
+	capture_mr_close(mr, true);
 	int ret = sw_mr_close(mr->mr, mr_close_done, mr);
 	if (ret) {
 		mr->closing = false;
@@ -741,6 +757,7 @@ int mr_close(struct dmr *mr, uint32_t seq, bool *deferred)
  * to come (registration or close) frees the record. */
 void mr_abandon(struct dmr *mr)
 {
+	capture_mr_close(mr, false);
 	client_del_obj(mr->o.c, &mr->o);
 	mr->o.c = NULL;
 	if (!mr->registered || mr->closing)

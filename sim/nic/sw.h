@@ -223,6 +223,11 @@ typedef void (*sw_mr_done_fn)(void *ctx, struct sw_mr *mr, int ret);
  * FI_RMA_EVENT: report every remote access (target-side completions; such MRs are not cached, and provider
  * keys for them are not optimized, as upstream). */
 #define SW_MR_PROV_KEY (1ULL << 60)
+/* sw_mr_reg flags: requested_key is a key exactly as peers use it -- a client key, or a provider key
+ * (plain, optimized, or cached, whose address must be buf's) -- and the MR is registered under it, whatever
+ * the endpoint's own key settings.  Replay of a captured run: simulated clients expose their regions under
+ * the keys the real client's requests carry.  -FI_EKEYREJECTED: not a key this provider can give. */
+#define SW_MR_EXACT_KEY (1ULL << 61)
 int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uint64_t requested_key,
 	      uint64_t flags, sw_mr_done_fn done, void *ctx, struct sw_mr **out);
 int sw_mr_close(struct sw_mr *mr, sw_mr_done_fn done, void *ctx);

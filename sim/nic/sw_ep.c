@@ -112,48 +112,71 @@ void sw_ux_remove(struct sw_ux_list *l, struct sw_ux *u)
 /* ---------------------------------------------------------------- memory */
 
 /* Provider-private buffers are one contiguous tagged range per endpoint, backed only when the endpoint
- * carries real data. */
+ * carries real data, and then only where something was written: overflow and request buffers of many
+ * simulated endpoints (12 MiB each by default) cost memory only for the bytes that land in them. */
+#define SW_PRIV_CHUNK (64 * 1024)
+
 uint64_t sw_priv_alloc(struct sw_ep *ep, uint64_t size)
 {
 	size = (size + 4095) & ~4095ULL;
 	uint64_t addr = SW_PRIV_BASE + ep->priv_used;
 	ep->priv_used += size;
-	if (ep->attr.mem) {
-		if (ep->priv_used > ep->priv_size) {
-			uint64_t ns = ep->priv_size ? ep->priv_size : 1 << 20;
-			while (ns < ep->priv_used)
-				ns *= 2;
-			ep->priv = xrealloc(ep->priv, ns);
-			memset(ep->priv + ep->priv_size, 0, ns - ep->priv_size);
-			ep->priv_size = ns;
-		}
+	uint64_t need = (ep->priv_used + SW_PRIV_CHUNK - 1) / SW_PRIV_CHUNK;
+	if (ep->attr.mem && need > ep->priv_chunks) {
+		ep->priv = xrealloc(ep->priv, need * sizeof(*ep->priv));
+		memset(ep->priv + ep->priv_chunks, 0, (need - ep->priv_chunks) * sizeof(*ep->priv));
+		ep->priv_chunks = need;
 	}
 	return addr;
+}
+
+/* Copies between provider-private memory at off and buf, chunk by chunk (write: allocating chunks). */
+static int priv_access(struct sw_ep *ep, uint64_t off, void *buf, size_t len, bool write)
+{
+	if (!ep->priv || off + len > ep->priv_used || off + len < off)
+		return -EFAULT;
+	uint8_t *p = buf;
+	while (len) {
+		uint64_t c = off / SW_PRIV_CHUNK, at = off % SW_PRIV_CHUNK;
+		size_t n = SW_PRIV_CHUNK - at < len ? (size_t)(SW_PRIV_CHUNK - at) : len;
+		if (write) {
+			if (!ep->priv[c])
+				ep->priv[c] = xcalloc(1, SW_PRIV_CHUNK);
+			memcpy(ep->priv[c] + at, p, n);
+		} else if (ep->priv[c]) {
+			memcpy(p, ep->priv[c] + at, n);
+		} else {
+			memset(p, 0, n);
+		}
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static void priv_free(struct sw_ep *ep)
+{
+	for (uint64_t c = 0; c < ep->priv_chunks; c++)
+		free(ep->priv[c]);
+	free(ep->priv);
+	ep->priv = NULL;
+	ep->priv_chunks = 0;
 }
 
 static int ep_read(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	struct sw_ep *ep = ctx;
-	if (addr >= SW_PRIV_BASE) {
-		uint64_t off = addr - SW_PRIV_BASE;
-		if (!ep->priv || off + len > ep->priv_size)
-			return -EFAULT;
-		memcpy(dst, ep->priv + off, len);
-		return 0;
-	}
+	if (addr >= SW_PRIV_BASE)
+		return priv_access(ep, addr - SW_PRIV_BASE, dst, len, false);
 	return ep->attr.mem->read(ep->attr.mem_ctx, addr, dst, len);
 }
 
 static int ep_write(void *ctx, uint64_t addr, const void *src, size_t len)
 {
 	struct sw_ep *ep = ctx;
-	if (addr >= SW_PRIV_BASE) {
-		uint64_t off = addr - SW_PRIV_BASE;
-		if (!ep->priv || off + len > ep->priv_size)
-			return -EFAULT;
-		memcpy(ep->priv + off, src, len);
-		return 0;
-	}
+	if (addr >= SW_PRIV_BASE)
+		return priv_access(ep, addr - SW_PRIV_BASE, (void *)src, len, true);
 	return ep->attr.mem->write(ep->attr.mem_ctx, addr, src, len);
 }
 
@@ -667,7 +690,7 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 fail:
 	pids[pid] = 0;
 	nic_lni_free(ep->lni);
-	free(ep->priv);
+	priv_free(ep);
 	free(ep);
 	return rc == -ENOSPC ? -FI_ENOSPC : (rc == -EPERM ? -FI_EPERM : (rc == -EADDRINUSE ? -FI_EADDRINUSE : rc));
 }
@@ -682,7 +705,7 @@ void sw_ep_close(struct sw_ep *ep)
 	sw_mr_fini(ep);
 	nic_lni_free(ep->lni);
 	pid_row(ep->sim, nic_addr(ep->nic))[ep->pid] = 0;
-	free(ep->priv);
+	priv_free(ep);
 	free(ep->closed);
 	free(ep->fatal);
 	free(ep->free_ids);

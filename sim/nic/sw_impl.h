@@ -235,8 +235,9 @@ struct sw_ep {
 	struct nic_lni *lni;
 	uint32_t pid;
 	struct nic_mem_ops memops;   /* routes private addresses to provider memory, the rest to the user's */
-	uint8_t *priv;               /* backing of provider-private memory (NULL without real data) */
-	uint64_t priv_size, priv_used;
+	uint8_t **priv;              /* backing of provider-private memory, SW_PRIV_CHUNK bytes per entry, each
+				      * allocated at its first write (NULL: reads as zeros; no array without real data) */
+	uint64_t priv_chunks, priv_used;
 	char *fatal;
 	struct sw_host_work host;    /* since the last sw_ep_take_host_work */
 

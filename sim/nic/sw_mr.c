@@ -153,8 +153,18 @@ int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uin
 	if (!(access & (FI_REMOTE_READ | FI_REMOTE_WRITE)))
 		access |= FI_REMOTE_READ | FI_REMOTE_WRITE;
 	const struct sw_costs *k = sw_costs(ep->sim);
-	bool prov = (flags & SW_MR_PROV_KEY) != 0;
-	if (!prov) {
+	bool exact = (flags & SW_MR_EXACT_KEY) != 0;
+	/* An exact key is a provider key when it says so; its kind (cached, optimized) comes from the key. */
+	bool prov = exact ? (requested_key & (SW_KEY_PROV | SW_KEY_CACHED)) != 0 : (flags & SW_MR_PROV_KEY) != 0;
+	if (exact && prov) {
+		bool cached = (requested_key & SW_KEY_CACHED) != 0;
+		if (cached ? (requested_key & SW_KEY_ADDR_MASK) != (buf & SW_KEY_ADDR_MASK) ||
+				     (requested_key & ~(SW_KEY_CACHED | SW_KEY_ADDR_MASK))
+			   : (requested_key & ~(SW_KEY_PROV | SW_KEY_OPT)) >= (1ULL << 32))
+			return -FI_EKEYREJECTED;
+		if (mr_find_key(ep, requested_key))
+			return -FI_ENOKEY;
+	} else if (!prov) {
 		if (requested_key >= (1ULL << 32))
 			return -FI_EKEYREJECTED;
 		if (mr_find_key(ep, requested_key))
@@ -176,7 +186,9 @@ int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uin
 	m->writedata = prov && ep->env->enable_writedata && (access & FI_REMOTE_WRITE);
 	simtime_t cost = k->mr_bookkeeping;
 	int rc = 0;
-	if (prov && ep->env->prov_key_cache && !m->notify && !m->writedata) {
+	bool cache = exact ? (requested_key & SW_KEY_CACHED) != 0
+			   : prov && ep->env->prov_key_cache && !m->notify && !m->writedata;
+	if (cache) {
 		m->cached = true;
 		m->key = SW_KEY_CACHED | (buf & SW_KEY_ADDR_MASK);
 		cost += k->mr_cache_lookup;
@@ -189,10 +201,14 @@ int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uin
 			cost += k->mr_le_append;
 		}
 	} else {
-		uint64_t id = prov ? ep->next_prov_key++ : requested_key;
+		uint64_t id = exact && prov ? requested_key & ~(SW_KEY_PROV | SW_KEY_OPT)
+			    : prov	    ? ep->next_prov_key++
+					    : requested_key;
 		/* Target events need an LE that reports: provider keys then stay standard (upstream). */
 		bool may_opt = ep->env->optimized_mrs && !(prov && (m->notify || m->writedata));
 		m->optimized = may_opt && (prov ? id < SW_MR_PROV_OPT_IDS : id < SW_MR_OPT_KEYS);
+		if (exact && prov)
+			m->optimized = (requested_key & SW_KEY_OPT) != 0; /* the key names its PtlTE */
 		m->key = prov ? (SW_KEY_PROV | (m->optimized ? SW_KEY_OPT : 0) | id) : requested_key;
 		if (m->optimized) {
 			rc = mr_opt_pte(ep, m, id);

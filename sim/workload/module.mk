@@ -19,3 +19,10 @@ bench-storm: build-all
 	@CXISIM_BUILD=$(BUILD) SIMGRID_RPC_STORM=$(SIMGRID_RPC_STORM) $(PYTHON) tests/bench/bench_workloads.py storm
 bench-seed: build-all
 	@CXISIM_BUILD=$(BUILD) $(PYTHON) tests/bench/bench_workloads.py seed
+
+# bench-replay: a real server (tests/progs/rpc/ofi_rpc_server) against 6,656 replay clients for 10 ms of
+# virtual time, and the modelled server on the same scenario, same run (wall time, simulated rate).
+BENCH_TARGETS += bench-replay
+.PHONY: bench-replay
+bench-replay: build-all
+	@CXISIM_BUILD=$(BUILD) $(PYTHON) tests/bench/bench_replay.py

@@ -114,4 +114,28 @@ static inline uint32_t rpc_node_nic(uint32_t first_nic, uint32_t node_stride, ui
 	return first_nic + node * node_stride + nic;
 }
 
+/* Client processes placed as on Aurora compute nodes (rpc_client.c has the rules); shared by every
+ * workload of client processes (rpc_client, replay), whose parameter tables hold RPC_PLACEMENT_PARAMS. */
+struct cfg;
+struct param;
+struct rpc_placement {
+	uint32_t ppn, nics_per_node, first_nic, node_stride, spread_groups, group_stride;
+};
+/* Rows of the model's parameter table (FABRIC_MAX_NICS from fabric/fabric.h). */
+#define RPC_PLACEMENT_ROWS                                                                                  \
+	{ "processes_per_node", "count", 104, 1, 4096, "seed 000 3.2.2: 104 processes per Aurora node" },          \
+	{ "nics_per_node", "count", 8, 1, 64, "seed 000 2.1: 8 Slingshot NICs per Aurora compute node" },         \
+	{ "first_nic", "addr", 0, 0, FABRIC_MAX_NICS - 1, "placement (scenario)" },                                \
+	{ "node_stride", "count", 0, 0, FABRIC_MAX_NICS,                                                           \
+	  "placement: NIC addresses between nodes (0: nics_per_node)" },                                           \
+	{ "spread_groups", "count", 1, 1, 65535,                                                                   \
+	  "placement: nodes dealt round-robin over this many blocks (dragonfly groups), as a large allocation "   \
+	  "spans groups" },                                                                                        \
+	{ "group_stride", "count", 512, 1, FABRIC_MAX_NICS, "placement: NIC addresses between blocks (Aurora group: 512)" }
+#define RPC_PLACEMENT_NPARAMS 6
+/* Reads the placement fields of a section whose table includes rpc_placement_params. */
+void rpc_placement_read(struct rpc_placement *p, const struct cfg *sec);
+/* NIC address of client process i. */
+uint32_t rpc_placement_nic(const struct rpc_placement *p, uint32_t i);
+
 #endif

@@ -29,14 +29,7 @@
 
 static const struct param client_params[] = {
 	{ "processes", "count", 104, 1, RPC_MAX_CLIENTS - 1, "seed 000 Fig 4/5: 104 to 53,248 client processes" },
-	{ "processes_per_node", "count", 104, 1, 4096, "seed 000 3.2.2: 104 processes per Aurora node" },
-	{ "nics_per_node", "count", 8, 1, 64, "seed 000 2.1: 8 Slingshot NICs per Aurora compute node" },
-	{ "first_nic", "addr", 0, 0, FABRIC_MAX_NICS - 1, "placement (scenario)" },
-	{ "node_stride", "count", 0, 0, FABRIC_MAX_NICS, "placement: NIC addresses between nodes (0: nics_per_node)" },
-	{ "spread_groups", "count", 1, 1, 65535,
-	  "placement: nodes dealt round-robin over this many blocks (dragonfly groups), as a large allocation spans "
-	  "groups" },
-	{ "group_stride", "count", 512, 1, FABRIC_MAX_NICS, "placement: NIC addresses between blocks (Aurora group: 512)" },
+	RPC_PLACEMENT_ROWS,
 	{ "in_flight", "count", 1, 1, RPC_MAX_INFLIGHT - 1, "seed 000 3.2.2: RPCs in flight per client (varied)" },
 	{ "ep_credits", "count", 0, 0, RPC_MAX_INFLIGHT - 1, "CaRT EP credits per target (0: off)" },
 	{ "quota", "count", 0, 0, RPC_MAX_INFLIGHT - 1, "CaRT RPC quota per client (0: off)" },
@@ -54,7 +47,7 @@ static const struct param client_params[] = {
 	{ "eagain_retry_ns", "ns", 1000, 1, 1e9, "assumed: retry delay after -FI_EAGAIN" },
 };
 enum {
-	P_PROCS, P_PPN, P_NICS, P_FIRST, P_STRIDE, P_SPREAD_GROUPS, P_GROUP_STRIDE, P_INFLIGHT, P_CREDITS, P_QUOTA, P_REQ, P_REQ_MAX, P_RESP_MAX,
+	P_PROCS, P_INFLIGHT = 1 + RPC_PLACEMENT_NPARAMS, P_CREDITS, P_QUOTA, P_REQ, P_REQ_MAX, P_RESP_MAX,
 	P_THINK, P_TIMEOUT, P_RETRIES, P_FWD, P_COMPLETE, P_WARMUP, P_MEASURE, P_SPREAD, P_EAGAIN,
 };
 
@@ -419,6 +412,32 @@ static bool client_addr_of(struct rpc_client_set *cs, uint32_t client, struct sw
 uint32_t rpc_client_count(const struct rpc_client_set *cs) { return cs ? cs->n : 0; }
 uint32_t rpc_client_window(const struct rpc_client_set *cs) { return cs ? cs->W : 0; }
 
+/* ---------------------------------------------------------------------------------------- placement */
+
+static const struct param placement_params[] = { RPC_PLACEMENT_ROWS };
+
+void rpc_placement_read(struct rpc_placement *p, const struct cfg *sec)
+{
+	const struct param *P = placement_params;
+	p->ppn = param_get_u64(sec, &P[0]);
+	p->nics_per_node = param_get_u64(sec, &P[1]);
+	p->first_nic = param_get_u64(sec, &P[2]);
+	p->node_stride = param_get_u64(sec, &P[3]);
+	if (!p->node_stride)
+		p->node_stride = p->nics_per_node;
+	p->spread_groups = param_get_u64(sec, &P[4]);
+	p->group_stride = param_get_u64(sec, &P[5]);
+}
+
+/* Local rank r of node n is on the node's NIC r % nics_per_node; nodes are dealt round-robin over the
+ * blocks (groups). */
+uint32_t rpc_placement_nic(const struct rpc_placement *p, uint32_t i)
+{
+	uint32_t node = i / p->ppn, rank = i % p->ppn;
+	uint32_t base = p->first_nic + (node % p->spread_groups) * p->group_stride;
+	return rpc_node_nic(base, p->node_stride, node / p->spread_groups, rank % p->nics_per_node);
+}
+
 /* ---------------------------------------------------------------------------------------- build */
 
 static void read_cfg(struct rpc_client_set *cs, const struct cfg *sec)
@@ -426,14 +445,7 @@ static void read_cfg(struct rpc_client_set *cs, const struct cfg *sec)
 	const struct param *P = client_params;
 	cs->section = sec;
 	cs->n = param_get_u64(sec, &P[P_PROCS]);
-	cs->ppn = param_get_u64(sec, &P[P_PPN]);
-	cs->nics_per_node = param_get_u64(sec, &P[P_NICS]);
-	cs->first_nic = param_get_u64(sec, &P[P_FIRST]);
-	cs->node_stride = param_get_u64(sec, &P[P_STRIDE]);
-	if (!cs->node_stride)
-		cs->node_stride = cs->nics_per_node;
-	cs->spread_groups = param_get_u64(sec, &P[P_SPREAD_GROUPS]);
-	cs->group_stride = param_get_u64(sec, &P[P_GROUP_STRIDE]);
+	rpc_placement_read(&cs->place, sec);
 	cs->W = param_get_u64(sec, &P[P_INFLIGHT]);
 	cs->credits = param_get_u64(sec, &P[P_CREDITS]);
 	cs->quota = param_get_u64(sec, &P[P_QUOTA]);
@@ -530,12 +542,11 @@ static void clients_build(struct sim *sim, const struct cfg *sec)
 	bulk_client_build(sim, cs);
 	cs->lat = stats_hist(sim_stats(sim), "rpc_client.latency_ps");
 	for (uint32_t i = 0; i < cs->n; i++) {
-		uint32_t node = i / cs->ppn, rank = i % cs->ppn;
-		uint32_t base = cs->first_nic + (node % cs->spread_groups) * cs->group_stride;
-		uint32_t addr = rpc_node_nic(base, cs->node_stride, node / cs->spread_groups, rank % cs->nics_per_node);
+		uint32_t addr = rpc_placement_nic(&cs->place, i);
 		struct nic *nic = nic_get(sim, addr);
 		if (!nic)
-			cfg_fail(sec, "processes", "client %u (node %u): no NIC at address %u (fabric too small?)", i, node, addr);
+			cfg_fail(sec, "processes", "client %u (node %u): no NIC at address %u (fabric too small?)", i,
+				 i / cs->place.ppn, addr);
 		struct rpc_proc *c = &cs->procs[i];
 		rng_init_idx(&c->rng, sim_seed(sim), "rpc_client", i);
 		c->qhead = c->qtail = QNONE;
@@ -584,7 +595,7 @@ static void clients_summary(struct sim *sim, FILE *f)
 	}
 	for (size_t i = 0; i < (size_t)cs->n * cs->W; i++)
 		stuck += cs->slots[i].state == S_WAIT;
-	uint64_t nodes = (cs->n + cs->ppn - 1) / cs->ppn;
+	uint64_t nodes = (cs->n + cs->place.ppn - 1) / cs->place.ppn;
 	fprintf(f, "{\"processes\": %u, \"nodes\": %llu, \"in_flight\": %u, \"ep_credits\": %u, \"quota\": %u, "
 		   "\"request_bytes\": %u, \"targets\": %u, ",
 		cs->n, (unsigned long long)nodes, cs->W, cs->credits, cs->quota, cs->req_bytes, cs->T);

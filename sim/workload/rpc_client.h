@@ -54,7 +54,7 @@ struct rpc_client_set {
 	struct rpc_world *w;
 	const struct cfg *section;
 	uint32_t n, W, T;
-	uint32_t nics_per_node, ppn, first_nic, node_stride, spread_groups, group_stride;
+	struct rpc_placement place;
 	uint32_t req_bytes, req_bytes_max, resp_max;
 	uint32_t credits, quota, max_retries, cq_size;
 	simtime_t think, timeout, fwd, complete, warmup, measure, spread, eagain;

@@ -19,6 +19,8 @@ PROGRAMS = {
     "prov_rnr": "RNR: late receive retried, timeout FI_EIO prov_errno 18",
     "prov_cq": "CQ formats, wait fd and fi_trywait, truncation, cancel, directed receive, counters",
     "prov_cq_overflow": "a 16-entry CQ receiving 300 completions unread: held by the daemon, none lost",
+    "prov_getinfo": "fi_getinfo hints -> caps/modes/attributes by upstream's rules (table, one row per rule); "
+                    "in-band address exchange without FI_SOURCE_ERR; fi_cq_signal wakes fi_cq_sread (-FI_EAGAIN)",
     "prov_attrs": "object attributes and flags as upstream cxi: FI_AFFINITY CQ/EQ, NULL attributes, byte "
                   "counters, empty binds, AV flags",
     "prov_op_variants": "iovec and message forms of send/recv/read/write (and tagged): accepted forms move the "

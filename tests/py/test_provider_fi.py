@@ -32,17 +32,29 @@ def test_fi_info_lists_provider():
 
 
 def test_fi_info_attributes_match_reference():
+    """`fi_info -p cxi -v` passes hints (the provider name): as upstream, one offer per NIC (provider keys,
+    FI_PROTO_CXI), secondary caps that cost on the data path only when asked for (FI_SOURCE and
+    FI_SOURCE_ERR never here; FI_RMA_EVENT and FI_FENCE stay for hints without caps), the transmit order
+    the hints ask for (none).  Without hints (`fi_info -v`) every offer is listed."""
     r = cxisim_exec(["fi_info", "-p", "cxi", "-v"])
     assert r.returncode == 0, r.stderr
     blocks = fi_info_blocks(r.stdout)
-    # per NIC: provider keys, client keys, then the RNR protocol with both
-    assert len(blocks) == 8
+    assert len(blocks) == 2, "one offer per NIC when hints are given"
     b = blocks[0]
     caps = field(b, "caps")
     for c in ["FI_MSG", "FI_TAGGED", "FI_RMA", "FI_READ", "FI_WRITE", "FI_RECV", "FI_SEND", "FI_REMOTE_READ",
-              "FI_REMOTE_WRITE", "FI_DIRECTED_RECV", "FI_SOURCE", "FI_SOURCE_ERR", "FI_MULTI_RECV",
-              "FI_RMA_EVENT", "FI_FENCE", "FI_LOCAL_COMM", "FI_REMOTE_COMM"]:
+              "FI_REMOTE_WRITE", "FI_DIRECTED_RECV", "FI_MULTI_RECV", "FI_RMA_EVENT", "FI_FENCE", "FI_LOCAL_COMM",
+              "FI_REMOTE_COMM"]:
         assert c in caps, c
+    for c in ["FI_SOURCE", "FI_SOURCE_ERR"]:
+        assert c not in re.split(r"[ ,\[\]]+", caps), c
+    rx_caps = re.findall(r"fi_rx_attr:\n\s*caps: \[(.*)\]", b)[0]
+    tx_caps = re.findall(r"fi_tx_attr:\n\s*caps: \[(.*)\]", b)[0]
+    for c in ["FI_SEND", "FI_FENCE", "FI_READ,", "FI_WRITE,"]:
+        assert c not in rx_caps, c
+    for c in ["FI_RECV", "FI_REMOTE_READ", "FI_REMOTE_WRITE", "FI_MULTI_RECV", "FI_RMA_EVENT", "FI_DIRECTED_RECV"]:
+        assert c not in tx_caps, c
+    assert field(b, "mode") == "[  ]"
     assert field(b, "addr_format") == "FI_ADDR_CXI"
     assert re.fullmatch(r"fi_addr_cxi://0x[0-9a-f]{8}", field(b, "src_addr"))
     assert field(b, "type") == "FI_EP_RDM"
@@ -51,6 +63,9 @@ def test_fi_info_attributes_match_reference():
     assert field(b, "mem_tag_format") == "0x0000aaaaaaaaaaaa"
     assert field(b, "inject_size") == "192"
     assert re.findall(r"^\s*size: (\d+)", b, re.M) == ["1024", "1024"]
+    orders = re.findall(r"^\s*msg_order: \[(.*)\]", b, re.M)
+    assert orders[0].strip() == "", "tx msg_order: what the hints ask for"
+    assert "FI_ORDER_SAS" in orders[1] and "FI_ORDER_RMA_WAW" in orders[1]
     assert field(b, "iov_limit") == "1"
     assert field(b, "threading") == "FI_THREAD_SAFE"
     assert field(b, "control_progress") == "FI_PROGRESS_MANUAL"
@@ -60,6 +75,14 @@ def test_fi_info_attributes_match_reference():
     assert field(b, "cq_data_size") == "8"
     assert field(b, "auth_key_size") == "8"
     assert field(b, "name") == "cxi0"
+
+    r = cxisim_exec(["fi_info", "-v"])
+    assert r.returncode == 0, r.stderr
+    blocks = [b for b in fi_info_blocks(r.stdout) if field(b, "prov_name") == "cxi"]
+    # per NIC: provider keys, client keys, then the RNR protocol with both
+    assert len(blocks) == 8
+    assert all("FI_SOURCE" not in field(b, "caps") for b in blocks), "no FI_SOURCE(_ERR) without hints"
+    assert "FI_ORDER_SAS" in field(blocks[0], "msg_order")
     client = blocks[1]
     assert field(client, "mr_key_size") == "4" and "FI_MR_PROV_KEY" not in field(client, "mr_mode")
     rnr = blocks[2]

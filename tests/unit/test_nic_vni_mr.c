@@ -353,3 +353,72 @@ Test(nic_mr, client_key_errors_and_optimized_keys)
 	tep_close(&b);
 	tsim_free(&s);
 }
+
+static void no_opt(struct sw_ep_attr *a)
+{
+	a->env.prov_key_cache = false;
+	a->env.optimized_mrs = false;
+}
+
+/* Replay: a key taken on one endpoint is registered exactly on another (c), whatever c's own provider key
+ * settings; an initiator using the key reaches c's region, through the PtlTE the key names.  Client keys
+ * mean what the initiator's FI_CXI_OPTIMIZED_MRS says, so c follows it as every endpoint does. */
+Test(nic_mr, exact_keys_register_as_peers_see_them)
+{
+	struct tsim s = tsim_new(THREE_NICS, 1);
+	g_sim = s.sim;
+	struct tep a, b, bs, bc, c;
+	cr_assert_eq(tep_open(&a, &s, 0, NULL), 0);
+	cr_assert_eq(tep_open(&b, &s, 1, opt), 0);     /* provider keys of optimized MRs */
+	cr_assert_eq(tep_open(&bs, &s, 1, no_opt), 0); /* provider keys of standard MRs */
+	cr_assert_eq(tep_open(&bc, &s, 1, NULL), 0);   /* the provider key cache */
+	cr_assert_eq(tep_open(&c, &s, 2, NULL), 0);    /* the replaying endpoint: key cache on */
+	static uint8_t orig[4096], copy[4096], back[5][64];
+	memset(orig, 0x11, sizeof(orig));
+	for (size_t i = 0; i < sizeof(copy); i++)
+		copy[i] = (uint8_t)(i * 7);
+	struct mr_wait w = { 0 };
+	struct sw_mr *m[5], *x[5], *dup;
+	uint64_t o = (uint64_t)(uintptr_t)orig;
+	cr_assert_eq(sw_mr_reg(b.ep, o, 4096, 0, 0, SW_MR_PROV_KEY, mr_done_t, &w, &m[0]), 0);
+	cr_assert_eq(sw_mr_reg(bs.ep, o, 4096, 0, 0, SW_MR_PROV_KEY, mr_done_t, &w, &m[1]), 0);
+	cr_assert_eq(sw_mr_reg(b.ep, o, 4096, 0, 7, 0, mr_done_t, &w, &m[2]), 0);
+	cr_assert_eq(sw_mr_reg(b.ep, o, 4096, 0, 300, 0, mr_done_t, &w, &m[3]), 0);
+	cr_assert_eq(sw_mr_reg(bc.ep, (uint64_t)(uintptr_t)copy, 4096, 0, 0, SW_MR_PROV_KEY, mr_done_t, &w, &m[4]), 0);
+	cr_assert(sw_mr_is_optimized(m[0]) && !sw_mr_is_optimized(m[1]) && sw_mr_is_optimized(m[2]) &&
+		  !sw_mr_is_optimized(m[3]));
+	sim_run(s.sim);
+	uint64_t key[5];
+	for (int i = 0; i < 5; i++) {
+		key[i] = sw_mr_key(m[i]);
+		/* (The cached key carries its address: c exposes that address, the same buffer here.) */
+		cr_assert_eq(sw_mr_reg(c.ep, (uint64_t)(uintptr_t)copy, 4096, 0, key[i], SW_MR_EXACT_KEY, mr_done_t, &w,
+				       &x[i]),
+			     0, "key %d", i);
+		cr_assert_eq(sw_mr_key(x[i]), key[i], "registered under the very key %d", i);
+		cr_assert_eq(sw_mr_is_optimized(x[i]), sw_mr_is_optimized(m[i]), "the PtlTE the key names (%d)", i);
+	}
+	cr_assert_eq(sw_mr_reg(c.ep, (uint64_t)(uintptr_t)copy, 64, 0, key[2], SW_MR_EXACT_KEY, mr_done_t, &w, &dup),
+		     -FI_ENOKEY);
+	cr_assert_eq(sw_mr_reg(c.ep, o, 64, 0, key[4], SW_MR_EXACT_KEY, mr_done_t, &w, &dup), -FI_EKEYREJECTED,
+		     "a cached key names another address");
+	sim_run(s.sim);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(sw_read(a.ep, (uint64_t)(uintptr_t)back[i], 64, sw_ep_addr(c.ep), 100, key[i], 0, NULL), 0);
+	sim_run(s.sim);
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(a.comps[i].c.err, 0, "read %d: %d", i, a.comps[i].c.err);
+		cr_assert_eq(memcmp(back[i], copy + 100, 64), 0, "read %d got c's bytes", i);
+	}
+	for (int i = 0; i < 5; i++) {
+		sw_mr_close(m[i], mr_done_t, &w);
+		sw_mr_close(x[i], mr_done_t, &w);
+	}
+	sim_run(s.sim);
+	tep_close(&a);
+	tep_close(&b);
+	tep_close(&bs);
+	tep_close(&bc);
+	tep_close(&c);
+	tsim_free(&s);
+}

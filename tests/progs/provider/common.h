@@ -170,11 +170,6 @@ static inline void t_open_with(struct t_ep *t, struct fi_info *hints, const stru
 {
 	memset(t, 0, sizeof(*t));
 	T_OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &t->info));
-	/* Secondary capabilities come back even when not asked for; these tests use FI_SOURCE(_ERR) only
-	 * where they ask for it (an unknown sender would otherwise be an FI_EADDRNOTAVAIL error). */
-	uint64_t unasked = (FI_SOURCE | FI_SOURCE_ERR) & ~hints->caps;
-	t->info->caps &= ~unasked;
-	t->info->rx_attr->caps &= ~unasked;
 	T_OK(fi_fabric(t->info->fabric_attr, &t->fab, NULL));
 	t_fabric_of_cq = t->fab;
 	T_OK(fi_domain(t->fab, t->info, &t->dom, NULL));
