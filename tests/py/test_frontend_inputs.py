@@ -321,3 +321,21 @@ def test_engine_config_rules(engine, tmp_path, text, needles):
 def test_argparse_errors_are_one_line(cxisim):
     proc = cxisim("run", "--nope")
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_declaration_kinds():
+    from cxisim import variables
+    decl = variables.declared("k.yaml.j2", "{#- variables: x\n    n: int 1..10\n    f: number 0..1\n    b: bool\n"
+                              "    w: word\n    p: path\n    c: one of a, b\n    l: list of int 0..9\n#}\n")
+    ok = {"n": (1e1, 10), "f": (0.5, 0.5), "b": (False, False), "w": ("multi_recv", "multi_recv"),
+          "p": ("/tmp/x/rpc.cxcap", "/tmp/x/rpc.cxcap"), "c": ("b", "b"), "l": ([0, 9.0], [0, 9])}
+    for k, (given, expected) in ok.items():
+        got = decl[k].check(given)
+        assert got == expected and type(got) is type(expected), (k, got)
+    bad = {"n": [0, 11, 1.5, True, "3", None], "f": [1.01, float("nan"), "x", False], "b": [1, "true"],
+           "w": ["a b", "a: b", "", 3, "x" * 256], "p": ["a b", "a:b", "#x", ""], "c": ["c", 1],
+           "l": [3, [10], ["a"], [1] * 5000]}
+    for k, values in bad.items():
+        for v in values:
+            with pytest.raises(ValueError):
+                decl[k].check(v)
