@@ -58,6 +58,42 @@ void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_
 	nic_send_pkt(nic, a, delay + nic->p->ack_gen);
 }
 
+/* A request the target cannot take (no TRS left): it goes back to its initiator as a NACK, header only;
+ * the initiator's retry handler resends it whole (nic_initiator_rx). */
+void nic_send_nack(struct nic *nic, struct nic_pkt *req)
+{
+	struct nic_pkt *n = nic_pkt_new(nic);
+	*n = *req;
+	req->payload = NULL; /* the bytes travel back with the NACK (the initiator still has them) */
+	n->msg.ctx = n;
+	n->msg.sent = n->msg.first_arrival = 0;
+	n->orig_type = req->type;
+	n->orig_bytes = req->msg.bytes;
+	n->type = PKT_NACK;
+	n->msg.src = req->msg.dst;
+	n->msg.dst = req->msg.src;
+	n->msg.bytes = 0;
+	n->msg.flags = FABRIC_ORDERED;
+	nic_pkt_free(nic, req);
+	nic_send_pkt(nic, n, nic->p->ack_gen);
+}
+
+static void rh_resend(struct nic *nic, struct nic_pkt *nack)
+{
+	struct nic_pkt *p = nic_pkt_new(nic);
+	*p = *nack;
+	nack->payload = NULL;
+	p->msg.ctx = p;
+	p->msg.sent = p->msg.first_arrival = 0;
+	p->type = p->orig_type;
+	p->msg.src = nack->msg.dst;
+	p->msg.dst = nack->msg.src;
+	p->msg.bytes = p->orig_bytes;
+	nic_pkt_free(nic, nack);
+	(*nic->c.rh_retries)++;
+	nic_send_pkt(nic, p, nic->p->rh_retry);
+}
+
 /* ---------------------------------------------------------------- command execution */
 
 static void init_event(struct nic *nic, const struct nic_op *op, uint8_t type, uint8_t rc, uint32_t mlength,
@@ -304,6 +340,10 @@ static void rx_reply(struct nic *nic, struct nic_pkt *p, struct nic_op *op)
 void nic_initiator_rx(struct nic *nic, struct nic_pkt *p)
 {
 	struct nic_op *op = p->op;
+	if (p->type == PKT_NACK) {
+		rh_resend(nic, p);
+		return;
+	}
 	if (p->type == PKT_ACK) {
 		if (!((op->flags & NIC_DMA_EVENT_SUCCESS_DISABLE) && p->rc == C_RC_OK) && op->lni->live) {
 			struct nic_event ev = { 0 };

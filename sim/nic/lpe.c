@@ -846,9 +846,10 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 	pe->qhead = (pe->qhead + 1) % pe->qcap;
 	pe->qlen--;
 	simtime_t cost;
-	if (w->kind == WORK_PKT)
+	if (w->kind == WORK_PKT) {
+		nic->trs_used--; /* answered as this work completes (ACK, NACK or reply) */
 		cost = lpe_pkt(nic, w->pkt);
-	else
+	} else
 		cost = lpe_tgt_cmd(nic, w);
 	pool_put(&nic->work_pool, w);
 	sim_schedule(sim, cost, pe_run, nic, arg);
@@ -868,10 +869,19 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 		(*nic->c.pkts_rx)++;
 		*nic->c.rx_bytes += m->bytes;
 	}
-	if (p->type == PKT_ACK || p->type == PKT_REPLY) {
+	if (p->type == PKT_ACK || p->type == PKT_REPLY || p->type == PKT_NACK) {
 		nic_initiator_rx(nic, p);
 		return;
 	}
+	/* A request holds a target request state (TRS) until it is answered; with none left the PCT refuses
+	 * it and the initiator's retry handler sends it again. */
+	if (nic->trs_used >= nic->p->trs_entries) {
+		(*nic->c.no_trs_nacks)++;
+		nic_send_nack(nic, p);
+		return;
+	}
+	if (++nic->trs_used > *nic->c.trs_high_water)
+		*nic->c.trs_high_water = nic->trs_used;
 	/* The PE is chosen from the mapping; unknown destinations are answered by PE 0. */
 	uint8_t rc;
 	struct nic_pte *pte = nic_pte_resolve(nic, m->vni, p->dst_pid, p->index, m->src == nic->addr, &rc);

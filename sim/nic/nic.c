@@ -32,6 +32,13 @@ static const struct param nic_params_table[] = {
 	{ "pe_les", "count", C_LES_PER_PE, 1, C_LES_PER_PE, "cassini-reference: 4 PEs x 16,384 LEs" },
 	{ "cmdq_slots_max", "count", 65536, 16, 1 << 20, "assumed: largest command queue software may allocate" },
 	{ "eq_slots_max", "count", 1 << 22, 2, 1 << 26, "assumed: largest EQ buffer (64-B slots)" },
+	{ "trs_entries", "count", 2048, 1, 1 << 20,
+	  "HPE shs-cassini-headers C1_PCT_CFG_TRS_CAM_ENTRIES: request states of a Cassini 1 NIC (Aurora; Cassini 2: "
+	  "8192); a request arriving when all are held is NACKed (C_RC_NO_TARGET_TRS) and retried by the initiator" },
+	{ "rh_retry_us", "us", 10, 0, 1e6,
+	  "assumed: the initiator's retry handler (cxi_rh, a host daemon reading PCT events) resends a NACKed packet; "
+	  "HPE shs-libcxi retry_handler: NACK-only chains are retried at once for their first 3 rounds, so this is "
+	  "the daemon's event latency plus the resend" },
 };
 
 enum {
@@ -52,6 +59,8 @@ enum {
 	P_PE_LES,
 	P_CMDQ_MAX,
 	P_EQ_MAX,
+	P_TRS,
+	P_RH_RETRY,
 };
 
 struct nic_world {
@@ -181,6 +190,9 @@ void nic_activate(struct nic *nic)
 	c->pkts_tx = ctr(nic, "sim.pkts_tx");
 	c->pkts_rx = ctr(nic, "sim.pkts_rx");
 	c->cmdq_full = ctr(nic, "sim.cmdq_full");
+	c->no_trs_nacks = ctr(nic, "C_CNTR_PCT_NO_TRS_NACKS");
+	c->rh_retries = ctr(nic, "sim.rh_retries");
+	c->trs_high_water = ctr(nic, "sim.trs_high_water");
 	for (unsigned r = 0; r < 7; r++) {
 		char buf[64];
 		snprintf(buf, sizeof(buf), "sim.nic_state_change.%s", c_sc_reason_name(r));
@@ -451,6 +463,8 @@ static void read_params(struct nic_world *w, const struct cfg *c)
 	p->pe_les = (uint32_t)param_get_u64(c, &t[P_PE_LES]);
 	p->cmdq_slots_max = (uint32_t)param_get_u64(c, &t[P_CMDQ_MAX]);
 	p->eq_slots_max = (uint32_t)param_get_u64(c, &t[P_EQ_MAX]);
+	p->trs_entries = (uint32_t)param_get_u64(c, &t[P_TRS]);
+	p->rh_retry = (simtime_t)(param_get(c, &t[P_RH_RETRY]) * 1e6 + 0.5);
 	if (p->le_pool_reserved > p->le_pool_max_alloc)
 		cfg_fail(c, "le_pool_reserved", "exceeds le_pool_max_alloc (%u)", p->le_pool_max_alloc);
 }

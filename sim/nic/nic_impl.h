@@ -30,6 +30,8 @@ struct nic_params {
 	uint32_t pe_les;             /* LEs per PE */
 	uint32_t cmdq_slots_max;
 	uint32_t eq_slots_max;
+	uint32_t trs_entries;        /* target request states (PCT TRS CAM): requests a NIC holds at once */
+	simtime_t rh_retry;          /* initiator's retry handler: NACK seen until the packet is resent */
 };
 
 /* ---------------------------------------------------------------- intrusive LE lists */
@@ -186,6 +188,9 @@ struct nic_counters {
 	uint64_t *limit_hits;           /* every time a limit was hit (LE pool, PE, EQ, cmdq) */
 	uint64_t *tx_bytes, *rx_bytes, *pkts_tx, *pkts_rx;
 	uint64_t *cmdq_full;
+	uint64_t *no_trs_nacks;         /* C_CNTR_PCT_NO_TRS_NACKS: requests refused, TRS full (target) */
+	uint64_t *rh_retries;           /* packets the retry handler resent after a NACK (initiator) */
+	uint64_t *trs_high_water;       /* most request states held at once (target) */
 	uint64_t *fc_transitions[8];    /* STATE_CHANGE by the NIC, per c_sc_reason */
 };
 
@@ -219,6 +224,7 @@ struct nic {
 
 	struct nic_le_pool pools[C_LE_POOLS];
 	struct nic_pe pe[C_PE_COUNT];
+	uint32_t trs_used;        /* requests received and not yet answered (ACK or reply) */
 	simtime_t tx_free;        /* transmit engine busy until */
 	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
 	simtime_t dma_read_free;  /* the host-read channel has streamed everything issued before, until then */
@@ -229,7 +235,9 @@ struct nic {
 };
 
 /* ---------------------------------------------------------------- wire packets */
-enum nic_pkt_type { PKT_PUT = 1, PKT_GET, PKT_REPLY, PKT_ACK };
+/* PKT_NACK: a request the target could not take (no TRS), on its way back to the initiator's retry handler,
+ * which resends it; orig_type and orig_bytes keep what it was. */
+enum nic_pkt_type { PKT_PUT = 1, PKT_GET, PKT_REPLY, PKT_ACK, PKT_NACK };
 
 enum nic_pkt_flags {
 	PKTF_RENDEZVOUS = 1 << 0,
@@ -252,6 +260,8 @@ struct nic_pkt {
 	uint64_t match_bits, header_data, remote_offset;
 	struct nic_op *op;        /* initiator transaction (opaque to the target; echoed in ACK/REPLY) */
 	uint8_t *payload;         /* real bytes or NULL */
+	uint8_t orig_type;        /* PKT_NACK: the request's type */
+	uint32_t orig_bytes;      /* PKT_NACK: the request's payload bytes */
 };
 
 /* An initiator transaction: outstanding Put/Get (the MST/TRS entry of real hardware). */
@@ -340,6 +350,7 @@ void nic_tx_submit(struct nic *nic, struct nic_work *w);
 void nic_send_pkt(struct nic *nic, struct nic_pkt *p, simtime_t delay);
 struct nic_pkt *nic_pkt_new(struct nic *nic);
 void nic_pkt_free(struct nic *nic, struct nic_pkt *p);
+void nic_send_nack(struct nic *nic, struct nic_pkt *req);
 void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_t list, uint32_t mlength,
 		  simtime_t delay);
 /* The target NIC fetches the rest of a rendezvous Put: `got` bytes already landed at dst_addr - ...;

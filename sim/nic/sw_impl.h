@@ -415,8 +415,9 @@ void sw_rnr_append_retry(struct sw_ep *ep);
 /* An RNR receive's append failed: true (and the endpoint fatal) once it has been retried for
  * FI_CXI_RNR_APPEND_RETRY_TIMEOUT_US. */
 bool sw_rnr_append_failed(struct sw_ep *ep, struct sw_req *r);
+void sw_rnr_le_freed(struct sw_ep *ep);
 void sw_rnr_fini(struct sw_ep *ep);
-void sw_rxc_replay(struct sw_ep *ep);
+void sw_rxc_replay_some(struct sw_ep *ep, uint32_t n);
 int sw_txc_emit_send(struct sw_ep *ep, struct sw_req *r);
 void sw_txc_emit_send_internal(struct sw_ep *ep, struct sw_req *r);
 void sw_txc_report_send(struct sw_ep *ep, struct sw_req *r, uint8_t rc);

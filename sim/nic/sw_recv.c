@@ -507,6 +507,8 @@ static void recv_put(struct sw_ep *ep, struct sw_req *r, const struct nic_event 
 			mrecv_retire(r, end);
 	}
 	recv_matched(ep, r);
+	if (!r->multi || (ev->flags & NIC_EVF_AUTO_UNLINKED))
+		sw_rnr_le_freed(ep);
 	if (ev->flags & NIC_EVF_RENDEZVOUS) {
 		struct sw_rmsg *m = rmsg_find(r, ev);
 		if (!m)

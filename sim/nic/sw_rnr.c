@@ -28,11 +28,26 @@ int sw_rnr_rxc_init(struct sw_ep *ep)
 	return 0;
 }
 
+/* Receives appended again per retry tick: an LE comes free when a receive is consumed (a message or a
+ * cancel, on this endpoint or another one of the pool), so retrying every parked receive each tick would only
+ * multiply failed appends (and simulated events) at scale. */
+#define RNR_APPEND_BATCH 8
+
 static void append_retry(struct sim *sim, void *obj, uint64_t arg)
 {
+	struct sw_ep *ep = obj;
 	(void)sim;
 	(void)arg;
-	sw_rxc_replay(obj);
+	sw_rxc_replay_some(ep, RNR_APPEND_BATCH);
+	if (ep->replay.head)
+		sw_rnr_append_retry(ep);
+}
+
+/* One of this endpoint's receive LEs was consumed: its LE is free, give it to the oldest parked receive. */
+void sw_rnr_le_freed(struct sw_ep *ep)
+{
+	if (ep->attr.proto == SW_PROTO_CXI_RNR && ep->replay.head)
+		sw_rxc_replay_some(ep, 1);
 }
 
 #define APPEND_LE_FATAL "Receive LE resources exhausted. Requires use  of FI_PROTO_CXI endpoint protocol\n"
@@ -52,7 +67,9 @@ bool sw_rnr_append_failed(struct sw_ep *ep, struct sw_req *r)
 }
 
 /* An RNR receive could not get an LE: post it again a little later (upstream re-issues the append from the
- * failed LINK event at once; a 10 us pause batches them). */
+ * failed LINK event at once, spinning until an LE frees; here the oldest parked receives retry every 10 us,
+ * RNR_APPEND_BATCH at a time, and one more whenever one of the endpoint's own receives frees its LE -- the
+ * spin between is not charged). */
 void sw_rnr_append_retry(struct sw_ep *ep)
 {
 	if (!sim_timer_pending(&ep->rnr_append_timer))

@@ -103,10 +103,14 @@ static void onload_search_done(struct sw_ep *ep)
 		onload_complete(ep);
 }
 
-void sw_rxc_replay(struct sw_ep *ep);
-void sw_rxc_replay(struct sw_ep *ep)
+/* The oldest n receives of the replay list (RNR append retries: as many as LEs may have come free). */
+void sw_rxc_replay_some(struct sw_ep *ep, uint32_t n)
 {
-	replay(ep);
+	while (n-- && ep->replay.head) {
+		struct sw_req *r = ep->replay.head;
+		sw_req_list_remove(&ep->replay, r);
+		sw_recv_queue(ep, r);
+	}
 }
 
 static void replay(struct sw_ep *ep)

@@ -13,13 +13,18 @@ from cxisim.counters import (Counters, SummarisedCounter, counters, family_of, i
 FIG5 = "scenarios/fig5-rpc-rate.yaml.j2"
 
 
+def quick(clients):
+    """A short window (these tests look at the outputs, not at a steady-state rate)."""
+    return {"clients": clients, "warmup_us": 200 + 2 * clients, "measure_us": max(1000, clients)}
+
+
 def telemetry_rows(rundir):
     with open(os.path.join(rundir, "telemetry.csv"), encoding="utf-8", newline="") as f:
         return list(csv.DictReader(f))
 
 
 def test_mid_size_run_writes_no_zero_and_no_per_entity_counter(run_scenario):
-    rundir, m = run_scenario(FIG5, {"clients": 1664, "strategy": "standard"})
+    rundir, m = run_scenario(FIG5, {**quick(1664), "strategy": "standard"})
     st = m["stats"]
     # metrics.json: plain counters are nonzero and not per-entity
     assert st["counters"], "the fabric's run-wide counters are there"
@@ -64,9 +69,9 @@ def test_mid_size_run_writes_no_zero_and_no_per_entity_counter(run_scenario):
 
 
 def test_metrics_json_does_not_grow_with_entities(run_scenario):
-    small, ms = run_scenario(FIG5, {"clients": 416, "strategy": "standard"}, run="small")
-    again, _ = run_scenario(FIG5, {"clients": 416, "strategy": "standard"}, run="again")
-    big, mb = run_scenario(FIG5, {"clients": 1664, "strategy": "standard"}, run="big")
+    small, ms = run_scenario(FIG5, {**quick(416), "strategy": "standard"}, run="small")
+    again, _ = run_scenario(FIG5, {**quick(416), "strategy": "standard"}, run="again")
+    big, mb = run_scenario(FIG5, {**quick(1664), "strategy": "standard"}, run="big")
     for name in ("metrics.json", "telemetry.csv"):
         assert filecmp.cmp(os.path.join(small, name), os.path.join(again, name), shallow=False), name
     # 4x the clients: 4x the per-entity values in telemetry.csv, but not in metrics.json
@@ -77,7 +82,7 @@ def test_metrics_json_does_not_grow_with_entities(run_scenario):
 
 
 def test_absent_counter_reads_zero(run_scenario):
-    rundir, m = run_scenario(FIG5, {"clients": 416})
+    rundir, m = run_scenario(FIG5, quick(416))
     c = counters(m)
     st = m["stats"]
     # a run-wide counter registered by the fabric and still zero: not written, reads 0

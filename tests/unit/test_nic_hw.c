@@ -340,3 +340,60 @@ Test(nic_hw, search_and_delete_reports_headers_then_no_match)
 	cr_assert_eq(st.ule_count, 0);
 	tsim_free(&t);
 }
+
+/* Three initiators burst 20 Puts each at a target whose PCT holds 4 request states (trs_entries): requests
+ * beyond them are NACKed (C_CNTR_PCT_NO_TRS_NACKS) and resent by the initiators' retry handlers, so every
+ * Put lands exactly once, each initiator sees one ACK per Put, and no more than 4 states were ever held. */
+Test(nic_hw, full_trs_nacks_and_the_retry_handler_resends)
+{
+	struct tsim t = tsim_new("{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 4},"
+				 " \"nic\": {\"trs_entries\": 4, \"rh_retry_us\": 2}}", 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep src[3], dstep;
+	hwep_open(&dstep, t.sim, 3, 10, 3, &o, 1024);
+	static char land[60][64];
+	static char data[3][20][64];
+	memset(land, 0, sizeof(land));
+	for (int i = 0; i < 60; i++)
+		tgt(&dstep, NIC_CMD_TGT_APPEND,
+		    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .buffer_id = (uint16_t)(i + 1),
+					  .le_flags = C_LE_OP_PUT | C_LE_USE_ONCE, .ctn = NIC_NONE,
+					  .start = (uint64_t)(uintptr_t)land[i], .length = 64, .match_id = C_MATCH_ID_ANY,
+					  .match_bits = 42 });
+	tgt(&dstep, NIC_CMD_TGT_SETSTATE, (struct nic_tgt_cmd){ .state = C_PTLTE_ENABLED, .drop_count = NIC_IGNORE_DROPS });
+	sim_run(t.sim);
+	for (int s = 0; s < 3; s++) {
+		hwep_open(&src[s], t.sim, (uint32_t)s, 10, 4, &o, 256);
+		for (int k = 0; k < 20; k++) {
+			memset(data[s][k], s * 20 + k + 1, 64);
+			put(&src[s], 3, 10, data[s][k], 64, 42);
+		}
+	}
+	sim_run(t.sim);
+	uint64_t nacks = tctr(&t, "nic.3.C_CNTR_PCT_NO_TRS_NACKS");
+	uint64_t retries = tctr(&t, "nic.0.sim.rh_retries") + tctr(&t, "nic.1.sim.rh_retries") + tctr(&t, "nic.2.sim.rh_retries");
+	cr_assert_gt(nacks, 0, "a burst of 60 against 4 request states must be NACKed");
+	cr_assert_eq(retries, nacks, "every NACK is resent once by the initiator's retry handler");
+	cr_assert_leq(tctr(&t, "nic.3.sim.trs_high_water"), 4);
+	/* Every Put landed exactly once: each payload value 1..60 appears in exactly one buffer. */
+	int seen[61] = { 0 };
+	for (int i = 0; i < 60; i++) {
+		unsigned char v = (unsigned char)land[i][0];
+		cr_assert(v >= 1 && v <= 60, "buffer %d holds %u", i, v);
+		for (int b = 0; b < 64; b++)
+			cr_assert_eq((unsigned char)land[i][b], v);
+		seen[v]++;
+	}
+	for (int v = 1; v <= 60; v++)
+		cr_assert_eq(seen[v], 1, "payload %d delivered %d times", v, seen[v]);
+	static struct nic_event ev[256];
+	cr_assert_eq(count_type(ev, drain(&dstep, ev, 256), C_EVENT_PUT), 60);
+	for (int s = 0; s < 3; s++) {
+		int n = drain(&src[s], ev, 256);
+		cr_assert_eq(count_type(ev, n, C_EVENT_ACK), 20, "initiator %d", s);
+		for (int i = 0; i < n; i++)
+			if (ev[i].type == C_EVENT_ACK)
+				cr_assert_eq(ev[i].rc, C_RC_OK);
+	}
+	tsim_free(&t);
+}
