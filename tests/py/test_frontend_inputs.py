@@ -73,8 +73,9 @@ def test_shipped_templates_declare_every_variable(template):
         text = f.read()
     decl = variables.declared(path, text)
     assert decl is not None, f"{template} has no variables block"
-    assert set(decl) == variables.inputs_of(text, scn.template_variables(path, text)), \
-        "the variables declared differ from those the template reads"
+    reads = variables.inputs_of(text, scn.template_variables(path, text))
+    assert set(decl) == reads, (f"{template}: declare {sorted(reads - set(decl))} and drop "
+                                f"{sorted(set(decl) - reads)} in its variables block (README, Running scenarios)")
 
 
 def test_declared_int_takes_integral_numbers(cxisim, tmp_path):
