@@ -1,5 +1,7 @@
-# cxisim build.  `make` builds everything; `make test` installs missing Debian packages, builds, and runs
-# every C and Python test; `make bench` prints the benchmark figures; `make demo` runs the main job.
+# cxisim build.  `make` builds everything; `make test` builds and runs every C and Python test; `make bench`
+# prints the benchmark figures; `make demo` runs the main job.  Each of these entry targets first installs the
+# missing Debian packages (`deps`), then builds in a sub-make, so that even with -j nothing compiles before the
+# packages are there (tests/py/test_make_targets.py checks every entry target the README documents).
 # SANITIZE=1 builds with ASan and UBSan into build-san/ (tests then use those binaries).
 #
 # Sources are discovered, not listed: every .c under sim/ is part of the engine (files named *_main.c are
@@ -39,9 +41,10 @@ DEB_PKGS := gcc make pkg-config libfabric-dev libfabric-bin libev-dev libjson-c-
 	python3 python3-pytest python3-jinja2 python3-yaml python3-matplotlib \
 	openmpi-bin libopenmpi-dev libcriterion-dev netpipe-openmpi slurm-wlm munge
 
-.PHONY: all deps test unit pytest bench demo clean
+.PHONY: all deps build-all test unit pytest bench bench-run demo clean
 
-all: build-all
+all: deps
+	@$(MAKE) --no-print-directory build-all
 
 -include $(sort $(wildcard */module.mk */*/module.mk))
 
@@ -83,9 +86,13 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) pytest $(CHECK_TARGETS)
 
-bench: build-all $(BENCH_TARGETS)
+bench: deps
+	@$(MAKE) --no-print-directory bench-run
 
-demo: build-all
+bench-run: build-all $(BENCH_TARGETS)
+
+demo: deps
+	@$(MAKE) --no-print-directory build-all
 	./cxisim demo
 
 clean:

@@ -57,7 +57,7 @@ BENCH_TARGETS += bench-provider
 # CI: several processes per simulated node (a server and three clients, then Open MPI with 4 ranks) against
 # a daemon and a provider built with ASan and UBSan, whatever the main build is.
 .PHONY: san-multiproc
-san-multiproc:
+san-multiproc: deps
 	$(MAKE) SANITIZE=1 build-san/bin/cxisimd build-san/provider/libcxisim-fi.so \
 		build-san/tests/provider/prov_fanin build-san/tests/provider/mpi_checks
 	CXISIM_BUILD=build-san $(PYTHON) -m pytest -q tests/py/test_provider_robust.py -k several_processes

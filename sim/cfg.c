@@ -1,5 +1,6 @@
 #include "cfg.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -18,8 +19,18 @@ void cfg_set_error_hook(void (*hook)(const char *msg))
 }
 
 static void fail_msg(const char *msg) __attribute__((noreturn));
-static void fail_msg(const char *msg)
+static void fail_msg(const char *raw)
 {
+	/* One line whatever the config held: control characters (a newline in a key) are written as escapes. */
+	char msg[1200];
+	size_t k = 0;
+	for (const unsigned char *p = (const unsigned char *)raw; *p && k + 5 < sizeof(msg); p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			k += (size_t)snprintf(msg + k, sizeof(msg) - k, "\\x%02x", *p);
+		else
+			msg[k++] = (char)*p;
+	}
+	msg[k] = 0;
 	if (error_hook) {
 		error_hook(msg);
 		abort(); /* the hook must not return */
@@ -116,19 +127,163 @@ struct cfg cfg_root(struct json_object *root, const char *file)
 	return c;
 }
 
+/* ---- reading a config file ---- */
+
+static void load_fail(const char *shown, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void load_fail(const char *shown, const char *fmt, ...)
+{
+	char msg[1024];
+	int k = snprintf(msg, sizeof(msg), "%s: cannot read config: ", shown);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg + k, sizeof(msg) - (size_t)k, fmt, ap);
+	va_end(ap);
+	fail_msg(msg);
+}
+
+/* At most CFG_MAX_BYTES + 1 bytes of the file (so that a larger one, or /dev/zero, is seen and refused). */
+static char *read_capped(const char *path, const char *shown, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		load_fail(shown, "%s: %s", path, strerror(errno));
+	size_t cap = 1 << 16, n = 0;
+	char *buf = xmalloc(cap + 1);
+	for (;;) {
+		if (n == cap) {
+			cap = cap * 2 > CFG_MAX_BYTES + 1 ? CFG_MAX_BYTES + 1 : cap * 2;
+			buf = xrealloc(buf, cap + 1);
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+		const char *nul = memchr(buf + n, 0, got);
+		if (nul) { /* JSON text holds none: refused at once (and --config /dev/zero ends here) */
+			size_t at = (size_t)(nul - buf);
+			free(buf);
+			fclose(f);
+			load_fail(shown, "%s holds a NUL byte (offset %zu)", path, at);
+		}
+		n += got;
+		if (n > CFG_MAX_BYTES || got == 0)
+			break;
+	}
+	int err = ferror(f) ? errno : 0;
+	fclose(f);
+	if (err || n > CFG_MAX_BYTES)
+		free(buf);
+	if (err)
+		load_fail(shown, "%s: %s", path, strerror(err));
+	if (n > CFG_MAX_BYTES)
+		load_fail(shown, "%s is larger than %u MiB", path, CFG_MAX_BYTES >> 20);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+static bool is_int_token(const char *s, size_t n)
+{
+	size_t i = s[0] == '-';
+	if (i == n)
+		return false;
+	for (; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+static bool int_fits(const char *s, size_t n)
+{
+	bool neg = s[0] == '-';
+	const char *limit = neg ? "9223372036854775808" : "18446744073709551615";
+	size_t i = neg;
+	while (i < n - 1 && s[i] == '0')
+		i++;
+	size_t digits = n - i, ldigits = strlen(limit);
+	return digits < ldigits || (digits == ldigits && memcmp(s + i, limit, digits) <= 0);
+}
+
+/* json-c reads an integer beyond 64 bits as INT64_MIN or UINT64_MAX, so 2^64 would pass for 2^64-1.  Such
+ * integers are written with a ".0" here, so that json-c reads them as the doubles they are and every range
+ * check sees their real value. */
+static char *widen_big_ints(char *buf, size_t *len)
+{
+	size_t n = *len, extra = 0;
+	bool in_str = false;
+	for (int pass = 0; pass < 2; pass++) {
+		char *out = pass ? xmalloc(n + extra + 1) : NULL;
+		size_t o = 0;
+		in_str = false;
+		for (size_t i = 0; i < n;) {
+			char ch = buf[i];
+			if (in_str || ch == '"') {
+				if (ch == '\\' && in_str && i + 1 < n) {
+					if (out) {
+						out[o++] = ch;
+						out[o++] = buf[i + 1];
+					}
+					i += 2;
+					continue;
+				}
+				if (ch == '"')
+					in_str = !in_str;
+				if (out)
+					out[o++] = ch;
+				i++;
+				continue;
+			}
+			size_t j = i;
+			while (j < n && (strchr("-+.eE", buf[j]) || (buf[j] >= '0' && buf[j] <= '9')))
+				j++;
+			if (j == i)
+				j = i + 1;
+			bool widen = is_int_token(buf + i, j - i) && !int_fits(buf + i, j - i);
+			if (!out)
+				extra += widen ? 2 : 0;
+			else {
+				memcpy(out + o, buf + i, j - i);
+				o += j - i;
+				if (widen) {
+					memcpy(out + o, ".0", 2);
+					o += 2;
+				}
+			}
+			i = j;
+		}
+		if (!pass && !extra)
+			return buf;
+		if (pass) {
+			out[o] = 0;
+			free(buf);
+			*len = o;
+			return out;
+		}
+	}
+	return buf;
+}
+
 struct json_object *cfg_load_file(const char *path, const char *shown)
 {
-	struct json_object *o = json_object_from_file(path);
-	if (!o) {
-		char msg[1024];
-		snprintf(msg, sizeof(msg), "%s: cannot read config: %s", shown ? shown : path,
-			 json_util_get_last_err() ? json_util_get_last_err() : strerror(errno));
-		/* json-c's message ends in a newline */
-		size_t n = strlen(msg);
-		while (n && msg[n - 1] == '\n')
-			msg[--n] = 0;
-		fail_msg(msg);
+	shown = shown ? shown : path;
+	size_t len;
+	char *buf = read_capped(path, shown, &len);
+	buf = widen_big_ints(buf, &len);
+	struct json_tokener *tok = json_tokener_new_ex(CFG_MAX_DEPTH + 1);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	struct json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
+	enum json_tokener_error jerr = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (!o || jerr != json_tokener_success) {
+		size_t line = 1;
+		for (size_t i = 0; i < end && i < len; i++)
+			line += buf[i] == '\n';
+		const char *why = jerr == json_tokener_continue ? "unexpected end of file"
+				  : jerr == json_tokener_error_depth  ? "nested more than " CFG_MAX_DEPTH_S " deep"
+								      : json_tokener_error_desc(jerr);
+		free(buf);
+		json_object_put(o);
+		load_fail(shown, "%s line %zu: %s", path, line, why);
 	}
+	free(buf);
 	return o;
 }
 
@@ -194,42 +349,39 @@ struct cfg cfg_array_obj(const struct cfg *c, const char *key, int i)
 	return e;
 }
 
-static bool as_u64(struct json_object *v, uint64_t *out, bool *negative)
+enum u64_read { U64_OK, U64_NEGATIVE, U64_TOO_BIG, U64_NOT_INT };
+
+static enum u64_read as_u64(struct json_object *v, uint64_t *out)
 {
-	*negative = false;
 	if (json_object_is_type(v, json_type_int)) {
 		int64_t s = json_object_get_int64(v);
-		if (s < 0) {
-			*negative = true;
-			return true;
-		}
+		if (s < 0)
+			return U64_NEGATIVE;
 		*out = s == INT64_MAX ? json_object_get_uint64(v) : (uint64_t)s;
-		return true;
+		return U64_OK;
 	}
 	if (json_object_is_type(v, json_type_double)) {
 		double d = json_object_get_double(v);
 		if (d != floor(d) || !isfinite(d))
-			return false;
-		if (d < 0) {
-			*negative = true;
-			return true;
-		}
-		if (d >= 18446744073709551616.0)
-			return false;
+			return U64_NOT_INT;
+		if (d < 0)
+			return U64_NEGATIVE;
+		if (d >= 18446744073709551616.0) /* 2^64 and beyond (cfg_load_file reads such integers as doubles) */
+			return U64_TOO_BIG;
 		*out = (uint64_t)d;
-		return true;
+		return U64_OK;
 	}
-	return false;
+	return U64_NOT_INT;
 }
 
 static uint64_t check_u64(const struct cfg *c, const char *key, struct json_object *v, uint64_t min, uint64_t max)
 {
 	uint64_t x = 0;
-	bool neg;
-	if (!as_u64(v, &x, &neg))
+	enum u64_read r = as_u64(v, &x);
+	if (r == U64_NOT_INT)
 		cfg_fail(c, key, "expected a non-negative integer, got %s '%s'",
 			 json_type_to_name(json_object_get_type(v)), json_object_to_json_string(v));
-	if (neg || x < min || x > max)
+	if (r != U64_OK || x < min || x > max)
 		cfg_fail(c, key, "value %s out of range [%llu, %llu]", json_object_to_json_string(v),
 			 (unsigned long long)min, (unsigned long long)max);
 	return x;
@@ -300,7 +452,25 @@ const char *cfg_string(const struct cfg *c, const char *key, const char *def)
 	if (!json_object_is_type(v, json_type_string))
 		cfg_fail(c, key, "expected a string, got %s '%s'", json_type_to_name(json_object_get_type(v)),
 			 json_object_to_json_string(v));
-	return json_object_get_string(v);
+	const char *s = json_object_get_string(v);
+	if (strlen(s) != (size_t)json_object_get_string_len(v))
+		cfg_fail(c, key, "the string contains a NUL character");
+	return s;
+}
+
+const char *cfg_name(const struct cfg *c, const char *key, const char *def)
+{
+	const char *s = cfg_string(c, key, NULL);
+	if (!s)
+		return def;
+	size_t n = strlen(s);
+	bool ok = n >= 1 && n <= CFG_NAME_MAX && (isalnum((unsigned char)s[0]) || s[0] == '_');
+	for (size_t i = 0; ok && i < n; i++)
+		ok = isalnum((unsigned char)s[i]) || strchr("_.=+-", s[i]);
+	if (!ok)
+		cfg_fail(c, key, "'%s' is not a valid name (letters, digits and '_.=+-', not starting with '.', '=', "
+			 "'+' or '-', at most %d bytes)", s, CFG_NAME_MAX);
+	return s;
 }
 
 int cfg_enum(const struct cfg *c, const char *key, int def, const char *const names[])

@@ -21,8 +21,17 @@ struct cfg {
 	const char *file;        /* name shown in messages (the scenario the user wrote) */
 };
 
+/* What the engine reads as a config: at most CFG_MAX_BYTES of strict JSON in UTF-8, nested at most
+ * CFG_MAX_DEPTH mappings and lists deep (the front end's analysis/cxisim/inputs.py holds the same limits).
+ * A rendered scenario is kilobytes; the cap stops a mistaken `--config /dev/zero` at once. */
+#define CFG_MAX_BYTES (64u << 20)
+#define CFG_MAX_DEPTH 32
+#define CFG_MAX_DEPTH_S "32"
+/* A name (the scenario's `name`, a run directory): letters, digits, "_.=+-", not starting with ".=+-". */
+#define CFG_NAME_MAX 255
+
 struct cfg cfg_root(struct json_object *root, const char *file);
-/* Parse a JSON file; errors name the file. */
+/* Parse a JSON file; errors name the file (shown_name, the template the user wrote) and the line. */
 struct json_object *cfg_load_file(const char *path, const char *shown_name);
 
 bool cfg_has(const struct cfg *c, const char *key);
@@ -40,6 +49,8 @@ double cfg_double(const struct cfg *c, const char *key, double def, double min, 
 bool cfg_bool(const struct cfg *c, const char *key, bool def);
 /* Returns a pointer into the JSON tree (valid while the tree lives). */
 const char *cfg_string(const struct cfg *c, const char *key, const char *def);
+/* A string that is a name (CFG_NAME_MAX): safe as a path component and in JSON output unescaped. */
+const char *cfg_name(const struct cfg *c, const char *key, const char *def);
 /* One of a NULL-terminated list of names; returns its index. */
 int cfg_enum(const struct cfg *c, const char *key, int def, const char *const names[]);
 /* Times: a number in the given unit, e.g. cfg_time_ns(c, "latency_ns", 350) -> picoseconds. */

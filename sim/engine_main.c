@@ -2,9 +2,12 @@
  * front end (`cxisim run`), which renders the scenario template first. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "scenario.h"
 
@@ -41,7 +44,12 @@ int main(int argc, char **argv)
 			char *end;
 			errno = 0;
 			so.seed = strtoull(optarg, &end, 0);
-			if (errno || *end || optarg[0] == '-') {
+			if (errno == ERANGE && optarg[0] != '-') {
+				fprintf(stderr, "cxisim-engine: --seed %s: value out of range [0, %llu]\n", optarg,
+					(unsigned long long)UINT64_MAX);
+				return 2;
+			}
+			if (errno || *end || !optarg[0] || optarg[0] == '-') {
 				fprintf(stderr, "cxisim-engine: --seed: '%s' is not a non-negative integer\n", optarg);
 				return 2;
 			}
@@ -56,6 +64,13 @@ int main(int argc, char **argv)
 	}
 	if (!config || !out || optind != argc) {
 		usage(stderr);
+		return 2;
+	}
+	/* Before the run, not after it: a missing or read-only --out is bad input (status 2), found at once. */
+	struct stat st;
+	int err = stat(out, &st) ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : access(out, W_OK) ? errno : 0;
+	if (err) {
+		fprintf(stderr, "cxisim-engine: --out %s: %s\n", out, strerror(err));
 		return 2;
 	}
 	struct scenario *sc = scenario_load(config, &so);

@@ -42,7 +42,7 @@ struct scenario *scenario_load(const char *json_path, const struct scenario_opts
 	struct scenario *sc = xcalloc(1, sizeof(*sc));
 	sc->root = cfg_load_file(json_path, shown);
 	struct cfg root = cfg_root(sc->root, shown);
-	sc->name = cfg_string(&root, "name", "unnamed");
+	sc->name = cfg_name(&root, "name", "unnamed"); /* written unescaped into metrics.json */
 	cfg_string(&root, "description", NULL);
 	uint64_t seed = cfg_u64(&root, "seed", 1, 0, UINT64_MAX);
 	if (o && o->seed_override)

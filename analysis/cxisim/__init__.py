@@ -8,6 +8,10 @@ class InputError(Exception):
     """Bad user input: the message names the file, the field and the problem; the CLI exits with 2."""
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C (KeyboardInterrupt), so every cleanup runs; the CLI exits 143."""
+
+
 def engine_path():
     """The engine binary: $CXISIM_ENGINE, else $CXISIM_BUILD/bin/cxisim-engine (build/ by default)."""
     if os.environ.get("CXISIM_ENGINE"):

@@ -3,13 +3,24 @@
 Commands live in modules named cmd_<command>.py in this package; each defines HELP (one line),
 add_arguments(parser) and main(args) -> exit status.  They are discovered, so adding a command touches no
 central list.
+
+Every command ends with status 0, 1 (the run failed) or 2 (bad input), and a failure prints one line: the
+message of an InputError or RuntimeError, argparse's complaint, or an I/O error.  SIGTERM unwinds like
+Ctrl-C, so a command's cleanup (a run's hidden temporary directory, its engine processes) runs for both.
 """
 import argparse
 import importlib
 import pkgutil
+import re
+import signal
 import sys
 
-from . import InputError
+from . import InputError, Terminated
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not the usage block
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
 def _commands():
@@ -19,7 +30,7 @@ def _commands():
 
 
 def build_parser():
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="cxisim",
         description="cxisim: discrete-event model of the HPE Cassini NIC and a dragonfly fabric of Rosetta "
         "switches.  Renders scenario templates, runs the engine, sweeps, plots and reports.",
@@ -34,6 +45,13 @@ def build_parser():
     return p
 
 
+def one_line(msg):
+    """A message as one printable line: control characters (a newline in a key) written as escapes."""
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], str(msg))
+
+
+def _terminate(signum, frame):
+    raise Terminated()
 
 
 def main(argv=None):
@@ -51,14 +69,23 @@ def main(argv=None):
     if not getattr(args, "_main", None):
         parser.print_help(sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, _terminate)
+    if hasattr(sys.stdout, "reconfigure"):  # a path given in bytes that are not UTF-8 prints as given
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
         return args._main(args) or 0
     except InputError as e:
         if str(e):  # empty: the engine already printed the message
-            print(str(e), file=sys.stderr)
+            print(one_line(e), file=sys.stderr)
         return 2
     except RuntimeError as e:
-        print(f"cxisim: {e}", file=sys.stderr)
+        print(f"cxisim: {one_line(e)}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"cxisim: {one_line(where)}{e.strerror or e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Terminated:
+        return 128 + signal.SIGTERM

@@ -1,6 +1,7 @@
 """`cxisim run`: render one scenario template and run it."""
 import sys
 
+from . import inputs
 from . import run as runmod
 from . import scenario as scn
 
@@ -17,8 +18,9 @@ def add_arguments(p):
                    help="set a template variable, or a dotted field of the rendered scenario "
                         "(e.g. --set clients=208 --set fabric.routing=minimal); repeatable; values are YAML "
                         "scalars")
-    p.add_argument("--seed", type=int, default=None, metavar="N",
-                   help="random seed (overrides the scenario's `seed`; default: the scenario's, else 1)")
+    p.add_argument("--seed", default=None, metavar="N",
+                   help="random seed, 0 to 2^64-1 (overrides the scenario's `seed`; default: the scenario's, "
+                        "else 1)")
     p.add_argument("--out", default="out", metavar="DIR", help="output root (default: out)")
     p.add_argument("--run", dest="run_name", default=None, metavar="NAME",
                    help="run directory name (default: seed<N> plus the --set values)")
@@ -28,11 +30,9 @@ def add_arguments(p):
 
 
 def main(args):
-    if args.seed is not None and args.seed < 0:
-        from . import InputError
-        raise InputError(f"--seed {args.seed}: expected a non-negative integer")
+    seed = inputs.seed_option(args.seed)
     sets = scn.parse_sets(args.sets)
-    rundir = runmod.run_scenario(args.scenario, sets, seed=args.seed, out=args.out, run_name=args.run_name,
+    rundir = runmod.run_scenario(args.scenario, sets, seed=seed, out=args.out, run_name=args.run_name,
                                  quiet=args.quiet)
     print(rundir)
     sys.stdout.flush()

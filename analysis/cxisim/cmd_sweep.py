@@ -2,6 +2,7 @@
 import os
 
 from . import InputError
+from . import inputs
 from . import scenario as scn
 from . import summary
 from .sweep import Sweep, parse_vary
@@ -28,7 +29,7 @@ def add_arguments(p):
                    help="sweep KEY over these values (replaces the scenario's list for KEY; repeatable)")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="points run at once (default: the number of local cores)")
-    p.add_argument("--seed", type=int, default=None, metavar="N", help="random seed for every point")
+    p.add_argument("--seed", default=None, metavar="N", help="random seed for every point (0 to 2^64-1)")
     p.add_argument("--out", default="out", metavar="DIR", help="output root (default: out)")
     p.add_argument("--slurm", metavar="FILE", default=None,
                    help="write a Slurm job-array script to FILE instead of running the points")
@@ -47,11 +48,10 @@ def add_arguments(p):
 
 
 def main(args):
-    if args.seed is not None and args.seed < 0:
-        raise InputError(f"--seed {args.seed}: expected a non-negative integer")
+    seed = inputs.seed_option(args.seed)
     if args.jobs is not None and args.jobs < 1:
         raise InputError(f"--jobs {args.jobs}: expected a positive integer")
-    sw = Sweep(args.scenario, scn.parse_sets(args.sets), parse_vary(args.vary), seed=args.seed, out=args.out,
+    sw = Sweep(args.scenario, scn.parse_sets(args.sets), parse_vary(args.vary), seed=seed, out=args.out,
                command=args.command)
     if args.command and args.slurm:
         raise InputError("--slurm runs points with the engine; a sweep with a command runs them locally")

@@ -16,14 +16,23 @@ import json
 import os
 import re
 
-import matplotlib
+from . import InputError
+from . import seed000
+from .summary import varying
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
-from . import InputError  # noqa: E402
-from . import seed000  # noqa: E402
-from .summary import varying  # noqa: E402
+class _Pyplot:
+    """matplotlib.pyplot, imported on first use: it costs more than a second, which every command
+    (`cxisim run` too) would otherwise pay at start, since the CLI imports every command module."""
+
+    def __getattr__(self, name):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot
+        return getattr(matplotlib.pyplot, name)
+
+
+plt = _Pyplot()
 
 KINDS = ("rpc-rate", "bandwidth", "latency", "le-use", "mr", "rank")
 

@@ -1,28 +1,56 @@
 """Running one scenario: render, write scenario.json, run the engine, collect outputs atomically.
 
 Outputs go to a hidden temporary directory beside the final one and are renamed into place only when the
-engine succeeded, so a failed run never leaves a half-written run directory behind.
+engine succeeded, so a failed or interrupted run (Ctrl-C, SIGTERM) never leaves a half-written run
+directory behind.  The run directory is OUT/NAME/RUN, where NAME (the scenario's `name`) and RUN (--run)
+are single path components (inputs.check_name), so a run never writes outside its output root.
 """
-import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
+import threading
 
 from . import InputError, engine_path
+from . import inputs
 from . import scenario as scn
+
+_engines = set()   # engine processes running now (a sweep runs several, from worker threads)
+_engines_lock = threading.Lock()
+_stopping = False
+
+
+def stop_engines():
+    """Kill every engine this process runs, and start no other (Ctrl-C or SIGTERM during a sweep)."""
+    global _stopping
+    with _engines_lock:
+        _stopping = True
+        for p in _engines:
+            p.kill()
+
+
+def _run_engine(cmd):
+    with _engines_lock:
+        if _stopping:
+            raise RuntimeError("stopped")
+        proc = subprocess.Popen(cmd)
+        _engines.add(proc)
+    try:
+        return proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        with _engines_lock:
+            _engines.discard(proc)
 
 
 def default_run_name(seed, sets):
     name = f"seed{seed}"
     if sets:
-        tail = "_".join(f"{k}={v}" for k, v in sorted(sets.items()))
-        tail = re.sub(r"[^A-Za-z0-9_.=+-]", "-", tail)
-        if len(tail) > 80:
-            tail = hashlib.sha1(tail.encode()).hexdigest()[:12]
-        name += "-" + tail
+        name += "-" + inputs.dir_name("_".join(f"{k}={v}" for k, v in sorted(sets.items())))
     return name
 
 
@@ -36,26 +64,38 @@ def _missing_dirs(path):
     return out
 
 
+def _remove_created(created):
+    for d in created:  # deepest first; only the ones this run made, and only if still empty
+        try:
+            os.rmdir(d)
+        except OSError:
+            break
+
+
 def run_scenario(path, sets=None, seed=None, out="out", run_name=None, quiet=False, doc=None):
     """Render and run; returns the run directory.  Raises InputError (exit 2) or RuntimeError."""
     sets = dict(sets or {})
     if doc is None:
         doc = scn.render(path, sets)
     cfg = scn.resolved(doc, seed)
-    if "seed" in cfg and (not isinstance(cfg["seed"], int) or isinstance(cfg["seed"], bool) or cfg["seed"] < 0):
-        raise InputError(f"{path}: field 'seed': expected a non-negative integer, got {cfg['seed']!r}")
     eff_seed = cfg.get("seed", 1)
     name = scn.scenario_name(path, doc)
+    if run_name is not None:
+        inputs.check_name(run_name, "--run")
     parent = os.path.join(out, name)
     final = os.path.join(parent, run_name or default_run_name(eff_seed, sets))
     engine = engine_path()
     if not os.access(engine, os.X_OK):
         raise RuntimeError(f"engine binary {engine} not found: run `make` first")
     created = _missing_dirs(parent)
-    os.makedirs(parent, exist_ok=True)
     tmp = os.path.join(parent, f".{os.path.basename(final)}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+    except OSError as e:
+        _remove_created(created)
+        raise InputError(f"--out {out}: cannot create {e.filename or parent}: {e.strerror}") from None
     try:
         with open(os.path.join(tmp, "scenario.json"), "w", encoding="utf-8") as f:
             scn.dump_json(cfg, f)
@@ -65,23 +105,19 @@ def run_scenario(path, sets=None, seed=None, out="out", run_name=None, quiet=Fal
         # The engine's stderr is ours: its progress line needs the terminal, and its config errors are
         # already the one-line message the user should see.
         sys.stderr.flush()
-        proc = subprocess.run(cmd)
-        if proc.returncode == 2:
+        rc = _run_engine(cmd)
+        if rc == 2:
             raise InputError("")
-        if proc.returncode != 0:
-            raise RuntimeError(f"engine failed (status {proc.returncode}) on {path}")
+        if rc != 0:
+            raise RuntimeError(f"engine failed (status {rc}) on {path}")
         if os.path.exists(final):
-            old = f"{final}.old-{os.getpid()}"
+            old = f"{tmp}.old"
             os.rename(final, old)
             shutil.rmtree(old)
         os.rename(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        for d in created:  # deepest first; only the ones this run made, and only if still empty
-            try:
-                os.rmdir(d)
-            except OSError:
-                break
+        _remove_created(created)
         raise
     return final
 

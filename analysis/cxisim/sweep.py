@@ -14,7 +14,6 @@ import concurrent.futures
 import itertools
 import json
 import os
-import re
 import shlex
 import shutil
 import string
@@ -22,9 +21,8 @@ import subprocess
 import sys
 import time
 
-import yaml
-
-from . import InputError, REPO
+from . import InputError, REPO, Terminated
+from . import inputs
 from . import run as runmod
 from . import scenario as scn
 
@@ -40,10 +38,10 @@ def parse_vary(items):
         if not key or any(not p for p in key.split(".")):
             raise InputError(f"--vary '{item}': empty field name")
         raw = raw.strip()
-        try:
-            values = yaml.safe_load(raw) if raw.startswith("[") else [yaml.safe_load(v) for v in raw.split(",")]
-        except yaml.YAMLError as e:
-            raise InputError(f"--vary '{item}': values are not YAML scalars: {e}") from None
+        if raw.startswith("["):
+            values = scn.parse_value(item, raw, "--vary")
+        else:
+            values = [scn.parse_value(item, v, "--vary") for v in raw.split(",")]
         if not isinstance(values, list) or not values:
             raise InputError(f"--vary '{item}': expected a non-empty list")
         out[key] = values
@@ -77,8 +75,7 @@ def expand(lists):
 def point_name(point):
     if not point:
         return "base"
-    name = "_".join(f"{k.split('.')[-1]}={v}" for k, v in point.items())
-    return re.sub(r"[^A-Za-z0-9_.=+-]", "-", name)
+    return inputs.dir_name("_".join(f"{k.split('.')[-1]}={v}" for k, v in point.items()), 200)
 
 
 class Sweep:
@@ -203,9 +200,11 @@ class Sweep:
                     done += 1
                     if log:
                         print(f"[{done}/{n}] {self.run_names[i]}  {wall:.1f} s", file=log, flush=True)
-            except BaseException:
+            except BaseException as e:
                 for f in futs:
                     f.cancel()
+                if isinstance(e, (KeyboardInterrupt, Terminated)):  # the running points go too, cleaned up
+                    runmod.stop_engines()
                 raise
         self.write_index(walls)
         return dirs

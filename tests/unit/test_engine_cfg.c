@@ -2,7 +2,9 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <setjmp.h>
+#include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../sim/cfg.h"
 #include "../../sim/stats.h"
@@ -104,6 +106,99 @@ Test(cfg, unreadable_file)
 {
 	cfg_set_error_hook(hook);
 	EXPECT_ERROR(cfg_load_file("/nonexistent/x.json", "mine.yaml.j2"), "mine.yaml.j2: cannot read config");
+}
+
+/* A config file with this text (the path is static: one file per test process at a time). */
+static const char *config_file(const char *text)
+{
+	static char path[] = "/tmp/cxisim-test-cfg-XXXXXX";
+	strcpy(path, "/tmp/cxisim-test-cfg-XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	size_t n = strlen(text);
+	cr_assert_eq(write(fd, text, n), (ssize_t)n);
+	close(fd);
+	return path;
+}
+
+static struct json_object *load_text(const char *text)
+{
+	const char *path = config_file(text);
+	struct json_object *o = cfg_load_file(path, "mine.yaml.j2");
+	unlink(path);
+	return o;
+}
+
+static void nested(char *out, int levels)
+{
+	strcpy(out, "{\"a\": ");
+	for (int i = 1; i < levels; i++)
+		strcat(out, "[");
+	strcat(out, "1");
+	for (int i = 1; i < levels; i++)
+		strcat(out, "]");
+	strcat(out, "}");
+}
+
+Test(cfg, load_file_limits)
+{
+	cfg_set_error_hook(hook);
+	EXPECT_ERROR(cfg_load_file("/dev/zero", "z.yaml.j2"), "z.yaml.j2: cannot read config: /dev/zero holds a NUL byte");
+	char text[256];
+	nested(text, CFG_MAX_DEPTH); /* the object and 31 lists: as deep as the front end writes */
+	json_object_put(load_text(text));
+	nested(text, CFG_MAX_DEPTH + 1);
+	const char *path = config_file(text);
+	EXPECT_ERROR(cfg_load_file(path, "mine.yaml.j2"), "nested more than 32 deep");
+	unlink(path);
+	path = config_file("{\"a\": 1}\n\n{\"b\": 2}");
+	EXPECT_ERROR(cfg_load_file(path, "mine.yaml.j2"), "line 3");
+	unlink(path);
+	path = config_file("{\"a\": \"\xff\"}");
+	EXPECT_ERROR(cfg_load_file(path, "mine.yaml.j2"), "utf-8");
+	unlink(path);
+}
+
+Test(cfg, integers_beyond_64_bits_are_not_clamped)
+{
+	cfg_set_error_hook(hook);
+	struct json_object *o = load_text("{\"big\": 18446744073709551616, \"max\": 18446744073709551615, "
+					  "\"low\": -9223372036854775809, \"min\": -9223372036854775808, "
+					  "\"s\": \"123456789012345678901234\", \"e\": \"x\\\"99999999999999999999\"}");
+	struct cfg root = cfg_root(o, "mine.yaml.j2");
+	EXPECT_ERROR(cfg_u64(&root, "big", 0, 0, UINT64_MAX), "field 'big': value 18446744073709551616.0 out of range");
+	cr_assert_eq(cfg_u64(&root, "max", 0, 0, UINT64_MAX), UINT64_MAX);
+	EXPECT_ERROR(cfg_i64(&root, "low", 0, INT64_MIN, INT64_MAX), "field 'low': expected an integer");
+	cr_assert_eq(cfg_i64(&root, "min", 0, INT64_MIN, INT64_MAX), INT64_MIN);
+	cr_assert_str_eq(cfg_string(&root, "s", ""), "123456789012345678901234", "strings are left alone");
+	cr_assert_str_eq(cfg_string(&root, "e", ""), "x\"99999999999999999999");
+	json_object_put(o);
+}
+
+Test(cfg, names_and_strings)
+{
+	cfg_set_error_hook(hook);
+	struct json_object *o = parse("{\"ok\": \"fig5-rpc_rate.v2+x=1\", \"dots\": \"..\", \"slash\": \"a/b\", "
+				      "\"quote\": \"a\\\"b\", \"empty\": \"\", \"nul\": \"a\\u0000b\"}");
+	struct cfg root = cfg_root(o, "n.yaml.j2");
+	cr_assert_str_eq(cfg_name(&root, "ok", NULL), "fig5-rpc_rate.v2+x=1");
+	cr_assert_str_eq(cfg_name(&root, "absent", "unnamed"), "unnamed");
+	EXPECT_ERROR(cfg_name(&root, "dots", NULL), "field 'dots': '..' is not a valid name");
+	EXPECT_ERROR(cfg_name(&root, "slash", NULL), "is not a valid name");
+	EXPECT_ERROR(cfg_name(&root, "quote", NULL), "is not a valid name");
+	EXPECT_ERROR(cfg_name(&root, "empty", NULL), "is not a valid name");
+	EXPECT_ERROR(cfg_string(&root, "nul", NULL), "field 'nul': the string contains a NUL character");
+	json_object_put(o);
+}
+
+Test(cfg, messages_are_one_line)
+{
+	cfg_set_error_hook(hook);
+	struct json_object *o = parse("{\"a\\nb\": 1}");
+	struct cfg root = cfg_root(o, "l.yaml.j2");
+	EXPECT_ERROR(cfg_check_unknown(&root), "field 'a\\x0ab': unknown field");
+	cr_assert_null(strchr(msg, '\n'));
+	json_object_put(o);
 }
 
 Test(cfg, exits_with_status_2_without_hook, .exit_code = 2)
