@@ -1,0 +1,443 @@
+/* Virtual mode: the daemon owns virtual time and advances it conservatively (docs/provider.md "Time").
+ *
+ * Every application thread that uses the provider has a slot in its process control block (proto.h,
+ * struct pcb_shm) with its virtual clock and its state.  A BUSY thread runs application code: its CPU
+ * time (times emulation.cpu_scale) advances its clock, which it publishes whenever it enters the provider,
+ * and every command it issues is stamped with it.  An IDLE thread waits in the provider (an empty poll,
+ * fi_trywait, a blocking read, a control request) until something becomes visible to it or its deadline.
+ *
+ * vclock_run() moves the engine to the earliest of: the next event, the first queued command's stamp, the
+ * first idle thread's deadline -- but never past the clock of a busy thread, which may still issue a
+ * command stamped with it.  A completion is posted at the engine's now, so every thread that can read it
+ * has a clock at least as late (never earlier); idle threads that wait for it are woken at that time
+ * (they are BUSY from then on, so the engine stops there until they have reacted).  Commands run when the
+ * engine reaches their stamps; one stamped earlier than the engine's now is causality lag, counted in
+ * emulation.causality_lag_ps / _count, and 0 by construction unless a thread broke the rule below.
+ *
+ * Stall rule (emulation.stall_timeout_us): a busy thread that has not published its clock for that long
+ * (wall time) while it holds virtual time back is looked at in /proc: if it is running and cpu_scale > 0,
+ * its clock is extrapolated from its CPU time (a computing thread advances as if it had called the
+ * provider); otherwise -- blocked outside the provider (a pipe read, a lock, a sleep without the clock
+ * interposer), or computing with cpu_scale 0 -- it is marked stalled: time goes on without it, and when
+ * it next enters the provider its clock jumps to the engine's horizon (as if it had been idle).  So no
+ * thread stalls the others for more than about stall_timeout of wall time per episode
+ * (emulation.stalls, emulation.extrapolations count them).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../util.h"
+#include "daemon.h"
+
+/* The daemon's view of one thread slot. */
+struct vslot {
+	uint32_t seen_seq;   /* pub_seq when the clock last moved */
+	bool was_busy;
+	double seen_wall;    /* wall time it last moved (or turned busy) */
+	simtime_t seen_clock;
+	simtime_t eff;       /* clock extrapolated from the thread's CPU time (stall rule), 0: none */
+};
+
+static double wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint32_t slots_in_use(const struct client *c)
+{
+	uint32_t n = atomic_load_explicit(&c->pcb->slots_hwm, memory_order_acquire);
+	return n < CXISIM_MAX_THREADS ? n : CXISIM_MAX_THREADS; /* the process writes it: never trusted */
+}
+
+static bool client_live(const struct client *c)
+{
+	return c->attached && !c->dead && c->pcb && c->vs;
+}
+
+/* Wake an idle thread at virtual time `when`: it is BUSY from now on with a clock of at least `when`. */
+static bool wake_slot(struct daemon *d, struct pcb_thread *t, simtime_t when)
+{
+	uint32_t idle = PCB_THREAD_IDLE;
+	if (!atomic_compare_exchange_strong(&t->state, &idle, PCB_THREAD_WAKING))
+		return false;
+	if (atomic_load(&t->vclock_ps) < when)
+		atomic_store(&t->vclock_ps, when);
+	atomic_store(&t->deadline_ps, UINT64_MAX);
+	atomic_store(&t->state, PCB_THREAD_BUSY);
+	atomic_fetch_add(&t->wake, 1);
+	syscall(SYS_futex, &t->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	(*d->st_wakes)++;
+	return true;
+}
+
+void vclock_wake(struct client *c, uint32_t obj_id)
+{
+	if (!client_live(c))
+		return;
+	struct daemon *d = c->d;
+	/* Pairs with the thread's fence between turning IDLE and re-checking its queues. */
+	atomic_thread_fence(memory_order_seq_cst);
+	bool any = false;
+	uint32_t n = slots_in_use(c);
+	for (uint32_t i = 0; i < n; i++) {
+		struct pcb_thread *t = &c->pcb->threads[i];
+		if (atomic_load(&t->state) != PCB_THREAD_IDLE)
+			continue;
+		uint32_t w = atomic_load(&t->wait_id);
+		if (w != PCB_WAIT_ANY && w != obj_id)
+			continue;
+		any |= wake_slot(d, t, sim_now(d->sim));
+	}
+	if (any)
+		sim_stop(d->sim); /* the woken threads hold virtual time from here */
+}
+
+/* Earliest clock of the busy threads (tb) and deadline of the idle ones (td); idle threads whose deadline
+ * has come are woken. */
+static void scan_client(struct daemon *d, struct client *c, double wall, simtime_t *tb, simtime_t *td)
+{
+	simtime_t now = sim_now(d->sim);
+	uint32_t n = slots_in_use(c);
+	for (uint32_t i = 0; i < n; i++) {
+		struct pcb_thread *t = &c->pcb->threads[i];
+		struct vslot *v = &c->vs[i];
+		uint32_t st = atomic_load(&t->state);
+		if (st == PCB_THREAD_IDLE) {
+			v->was_busy = false;
+			simtime_t dl = atomic_load(&t->deadline_ps);
+			if (dl <= now) {
+				if (wake_slot(d, t, dl > now ? dl : now) && now < *tb)
+					*tb = now;
+			} else if (dl < *td) {
+				*td = dl;
+			}
+			continue;
+		}
+		if (st != PCB_THREAD_BUSY && st != PCB_THREAD_WAKING) {
+			v->was_busy = false;
+			continue;
+		}
+		if (atomic_load(&t->stalled))
+			continue;
+		simtime_t clk = atomic_load(&t->vclock_ps);
+		uint32_t seq = atomic_load(&t->pub_seq);
+		if (!v->was_busy || seq != v->seen_seq || clk != v->seen_clock) {
+			v->was_busy = true;
+			v->seen_seq = seq;
+			v->seen_clock = clk;
+			v->seen_wall = wall;
+			v->eff = 0;
+		}
+		if (v->eff > clk)
+			clk = v->eff;
+		if (clk < *tb)
+			*tb = clk;
+	}
+}
+
+static void publish(struct daemon *d, simtime_t horizon)
+{
+	simtime_t now = sim_now(d->sim);
+	for (struct client *c = d->clients; c; c = c->next) {
+		if (!client_live(c))
+			continue;
+		if (atomic_load(&c->pcb->horizon_ps) < horizon)
+			atomic_store(&c->pcb->horizon_ps, horizon);
+		atomic_store_explicit(&c->pcb->daemon_vt_ps, now, memory_order_relaxed);
+	}
+}
+
+/* Execute due commands and the held requests they no longer block; returns the first pending stamp. */
+static simtime_t run_commands(struct daemon *d)
+{
+	simtime_t tcmd = UINT64_MAX;
+	struct client *next;
+	for (struct client *c = d->clients; c; c = next) {
+		next = c->next;
+		if (!client_live(c))
+			continue;
+		bool pending = false;
+		for (struct obj *o = c->objs; o; o = o->next)
+			if (o->kind == OBJ_EP) {
+				simtime_t t = ep_drain_due((struct dep *)o);
+				if (t != UINT64_MAX) {
+					pending = true;
+					if (t < tcmd)
+						tcmd = t;
+				}
+			}
+		if (c->held_req && !pending) {
+			char *req = c->held_req;
+			size_t len = c->held_len;
+			c->held_req = NULL;
+			server_handle_request(c, req, len); /* may close (free) c */
+			free(req);
+			d->vrun_again = true;
+		}
+	}
+	if (d->nbacklogged)
+		for (struct client *c = d->clients; c; c = c->next)
+			for (struct obj *o = c->objs; o; o = o->next)
+				if (o->kind == OBJ_QUEUE && ((struct dqueue *)o)->bl_head)
+					queue_flush_backlog((struct dqueue *)o);
+	return tcmd;
+}
+
+static void scan_all(struct daemon *d, double wall, simtime_t *tb, simtime_t *td)
+{
+	*tb = *td = UINT64_MAX;
+	for (struct client *c = d->clients; c; c = c->next)
+		if (client_live(c))
+			scan_client(d, c, wall, tb, td);
+}
+
+static void set_waiting(struct daemon *d, uint32_t on, simtime_t want)
+{
+	for (struct client *c = d->clients; c; c = c->next)
+		if (client_live(c)) {
+			atomic_store(&c->pcb->daemon_want_ps, want);
+			atomic_store(&c->pcb->daemon_waiting, on);
+		}
+}
+
+static void arm_timer(struct daemon *d, bool held_back)
+{
+	ev_timer_stop(d->loop, &d->stall_timer);
+	double t = 0;
+	if (held_back)
+		t = d->emu->stall_timeout_s;
+	if (d->nbacklogged && (!t || t > 1e-3))
+		t = 1e-3; /* a full event queue is retried until its process has read it */
+	if (t > 0) {
+		ev_timer_set(&d->stall_timer, t, 0);
+		ev_timer_start(d->loop, &d->stall_timer);
+	}
+}
+
+void vclock_run(struct daemon *d)
+{
+	if (d->vrun_active) {
+		d->vrun_again = true;
+		return;
+	}
+	d->vrun_active = true;
+	double wall = wall_now();
+	bool held_back = false;
+	set_waiting(d, 0, UINT64_MAX);
+	for (;;) {
+		d->vrun_again = false;
+		simtime_t now = sim_now(d->sim);
+		simtime_t tcmd = run_commands(d);
+		simtime_t tb, td, te = UINT64_MAX;
+		scan_all(d, wall, &tb, &td);
+		if (!sim_next_event_time(d->sim, &te))
+			te = UINT64_MAX;
+		if (te <= now) {
+			sim_run_until(d->sim, now); /* events due now (a wake stops the run: scan again) */
+			continue;
+		}
+		if (d->vrun_again)
+			continue;
+		simtime_t want = tcmd < td ? tcmd : td;
+		if (te < want)
+			want = te;
+		simtime_t target = tb < want ? tb : want;
+		if (target == UINT64_MAX)
+			break; /* every thread idle without a deadline, nothing queued, no event */
+		if (target > now) {
+			/* Dekker with a thread that wakes by itself: publish the horizon, then look at the busy
+			 * threads again; one that turned busy meanwhile either is seen here or starts at the
+			 * new horizon. */
+			publish(d, target);
+			atomic_thread_fence(memory_order_seq_cst);
+			simtime_t tb2, td2;
+			scan_all(d, wall, &tb2, &td2);
+			if (tb2 < target)
+				target = tb2;
+			if (target > now) {
+				sim_run_until(d->sim, target);
+				publish(d, target);
+				continue;
+			}
+		}
+		if (want == UINT64_MAX)
+			break; /* nothing to do until a thread issues a command or goes idle with a deadline */
+		/* Held back by a busy thread: sleep until one publishes a clock reaching `want` or goes idle
+		 * (the provider rings the process's eventfd), or a command arrives (queue doorbells). */
+		set_waiting(d, 1, want);
+		atomic_thread_fence(memory_order_seq_cst);
+		simtime_t tb2, td2;
+		scan_all(d, wall, &tb2, &td2);
+		if (tb2 > tb || td2 < td || d->vrun_again) {
+			set_waiting(d, 0, UINT64_MAX);
+			continue;
+		}
+		held_back = true;
+		break;
+	}
+	publish(d, sim_now(d->sim));
+	d->vrun_active = false;
+	arm_timer(d, held_back);
+}
+
+/* ---- stall rule ---- */
+
+/* State letter and CPU time (ns) of a thread of another process, from /proc. */
+static bool thread_proc_info(pid_t pid, int32_t tid, char *state, uint64_t *cpu_ns)
+{
+	char path[96], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* the command name may contain anything */
+	if (!p || p[1] != ' ')
+		return false;
+	*state = p[2];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	*cpu_ns = 0;
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			*cpu_ns = strtoull(buf, NULL, 10); /* time spent on the CPU, ns (sum_exec_runtime) */
+		}
+	}
+	return true;
+}
+
+static void stall_check_client(struct daemon *d, struct client *c, double wall, simtime_t horizon)
+{
+	uint32_t n = slots_in_use(c);
+	for (uint32_t i = 0; i < n; i++) {
+		struct pcb_thread *t = &c->pcb->threads[i];
+		struct vslot *v = &c->vs[i];
+		if (atomic_load(&t->state) != PCB_THREAD_BUSY || atomic_load(&t->stalled) || !v->was_busy)
+			continue;
+		simtime_t clk = atomic_load(&t->vclock_ps);
+		if (v->eff > clk)
+			clk = v->eff;
+		if (clk >= horizon || wall - v->seen_wall < d->emu->stall_timeout_s)
+			continue; /* not holding time back, or not for long */
+		char st = '?';
+		uint64_t cpu = 0;
+		bool known = thread_proc_info(c->pid, t->tid, &st, &cpu);
+		uint64_t base = atomic_load(&t->cpu_ns);
+		if (known && st == 'R' && d->emu->cpu_scale > 0 && cpu > base) {
+			/* Computing: its CPU time keeps advancing its clock. */
+			simtime_t eff = atomic_load(&t->vclock_ps) + (simtime_t)((double)(cpu - base) * 1e3 * d->emu->cpu_scale);
+			if (eff > v->eff) {
+				v->eff = eff;
+				(*d->st_extrapolations)++;
+			}
+			v->seen_wall = wall;
+			continue;
+		}
+		if (known && st == 'R' && d->emu->cpu_scale > 0)
+			continue; /* runnable but not getting the CPU yet: it will */
+		/* Blocked outside the provider, or computing while CPU time is free: time goes on without it.
+		 * Pairs with the thread's fence between bumping pub_seq and reading `stalled`. */
+		atomic_store(&t->stalled, 1);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load(&t->pub_seq) != v->seen_seq || atomic_load(&t->state) != PCB_THREAD_BUSY) {
+			atomic_store(&t->stalled, 0); /* it came back meanwhile */
+			continue;
+		}
+		(*d->st_stalls)++;
+		if (!d->quiet)
+			fprintf(stderr, "cxisimd: client %u (pid %d) thread %d holds virtual time without entering the "
+				"provider (state %c): stalled, time goes on without it\n",
+				c->id, (int)c->pid, (int)t->tid, st);
+	}
+}
+
+static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	struct daemon *d = w->data;
+	double wall = wall_now();
+	simtime_t tb, td;
+	simtime_t horizon = run_commands(d);
+	scan_all(d, wall, &tb, &td);
+	simtime_t te;
+	if (sim_next_event_time(d->sim, &te) && te < horizon)
+		horizon = te;
+	if (td < horizon)
+		horizon = td;
+	if (horizon != UINT64_MAX) /* else no thread holds anything back */
+		for (struct client *c = d->clients; c; c = c->next)
+			if (client_live(c))
+				stall_check_client(d, c, wall, horizon);
+	vclock_run(d);
+}
+
+/* ---- clients ---- */
+
+static void pcb_doorbell(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	struct client *c = w->data;
+	uint64_t v;
+	ssize_t r = read(c->pcb_efd, &v, sizeof(v));
+	(void)r;
+	vclock_run(c->d);
+}
+
+int vclock_attach(struct client *c)
+{
+	struct daemon *d = c->d;
+	c->pcb_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->pcb_efd < 0)
+		return -errno;
+	c->vs = xcalloc(CXISIM_MAX_THREADS, sizeof(*c->vs));
+	struct pcb_shm *p = c->pcb;
+	atomic_store(&p->horizon_ps, sim_now(d->sim));
+	atomic_store(&p->daemon_vt_ps, sim_now(d->sim));
+	p->cpu_scale = d->emu->cpu_scale;
+	p->park_timeout_ns = d->emu->park_timeout_ns;
+	p->retry_ps = d->emu->retry;
+	atomic_store(&p->daemon_want_ps, UINT64_MAX);
+	ev_io_init(&c->pcb_io, pcb_doorbell, c->pcb_efd, EV_READ);
+	c->pcb_io.data = c;
+	ev_io_start(d->loop, &c->pcb_io);
+	return c->pcb_efd;
+}
+
+void vclock_detach(struct client *c)
+{
+	if (c->pcb_efd >= 0) {
+		ev_io_stop(c->d->loop, &c->pcb_io);
+		close(c->pcb_efd);
+		c->pcb_efd = -1;
+	}
+	free(c->vs);
+	c->vs = NULL;
+	free(c->held_req);
+	c->held_req = NULL;
+}
+
+void vclock_init(struct daemon *d)
+{
+	ev_timer_init(&d->stall_timer, stall_cb, 0, 0);
+	d->stall_timer.data = d;
+}
