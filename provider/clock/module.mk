@@ -6,7 +6,7 @@ CLOCK_OBJS := $(CLOCK_SRCS:%.c=$(BUILD)/obj/pic/%.o)
 CLOCK_LIB := $(BUILD)/provider/libcxisim-clock.so
 
 CLOCK_OWNER_LIB := $(BUILD)/tests/clock/libclock_owner.so
-CLOCK_PROGS := $(BUILD)/tests/clock/clock_check
+CLOCK_PROGS := $(BUILD)/tests/clock/clock_check $(BUILD)/tests/clock/clock_work
 
 # libc declares some arguments nonnull; the wrappers still check them, since callers break that promise.
 $(CLOCK_OBJS): CFLAGS += -Wno-nonnull-compare
@@ -25,6 +25,13 @@ $(BUILD)/tests/clock/clock_check: tests/progs/clock/clock_check.c tests/progs/cl
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Iprovider -o $@ $< $(LDFLAGS) -L$(@D) -lclock_owner -Wl,-rpath,'$$ORIGIN' -lpthread
 
-$(BUILD)/tests/clock/clock_work: tests/progs/clock/clock_work.c $(PROV_LIB)
+$(BUILD)/tests/clock/clock_work: tests/progs/clock/clock_work.c tests/progs/provider/common.h $(PROV_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) -lfabric -lpthread
+	$(CC) $(CFLAGS) -Iprovider -o $@ $< $(LDFLAGS) -lfabric -lpthread
+
+# make bench: fi_pingpong's wall time per simulated round trip in virtual time next to realtime's (idle and
+# with CPU hogs), and an 8-rank Open MPI Allreduce loop's slowdown (wall / simulated time).
+.PHONY: bench-virtual
+bench-virtual: $(PROV_LIB) $(DAEMON) $(CLOCK_LIB) $(MPI_PROGS)
+	CXISIM_BUILD=$(BUILD) $(PYTHON) provider/clock/bench_virtual.py
+BENCH_TARGETS += bench-virtual
