@@ -135,6 +135,7 @@ int main(int argc, char **argv)
 	d.st_causality_lag = stats_counter(st, "emulation.causality_lag_ps");
 	d.st_causality_lag_count = stats_counter(st, "emulation.causality_lag_count");
 	d.st_stalls = stats_counter(st, "emulation.stalls");
+	d.st_stalls_paced = stats_counter(st, "emulation.stalls_paced");
 	d.st_extrapolations = stats_counter(st, "emulation.extrapolations");
 	d.st_wakes = stats_counter(st, "emulation.wakes");
 	d.st_held_reqs = stats_counter(st, "emulation.held_requests");
