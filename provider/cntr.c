@@ -115,7 +115,7 @@ int cxip_cntr_trywait(struct cxip_cntr *c)
 	(void)r;
 	atomic_store(&c->ct->armed, 1);
 	if (c->dom->dev->virt)
-		cxip_vt_idle_lazy(c->dom->dev, PCB_WAIT_ANY);
+		cxip_vt_idle_lazy(c->dom->dev, c->id);
 	return 0;
 }
 

@@ -411,9 +411,10 @@ int cxip_cq_trywait(struct cxip_cq *cq)
 	(void)r;
 	int ret = (cq->err_pending || !ring_arm(&cq->q.ring)) ? -FI_EAGAIN : 0;
 	pthread_mutex_unlock(&cq->lock);
-	/* Virtual mode: the caller is about to sleep on the wait fd: idle until something is visible. */
+	/* Virtual mode: the caller is about to sleep on the wait fd: idle until this CQ has something (only
+	 * this CQ: a thread woken for another object's event would stay blocked in poll() holding time). */
 	if (!ret && cq->dom->dev->virt)
-		cxip_vt_idle_lazy(cq->dom->dev, PCB_WAIT_ANY);
+		cxip_vt_idle_lazy(cq->dom->dev, cq->q.id);
 	return ret;
 }
 

@@ -166,7 +166,7 @@ int cxip_eq_trywait(struct cxip_eq *eq)
 	pthread_mutex_unlock(&eq->lock);
 	struct cxip_dev *dev = eq_dev(eq);
 	if (!ret && dev)
-		cxip_vt_idle_lazy(dev, PCB_WAIT_ANY);
+		cxip_vt_idle_lazy(dev, eq->vt_id);
 	return ret;
 }
 

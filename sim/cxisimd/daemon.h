@@ -212,7 +212,7 @@ struct daemon {
 	struct capture *cap;  /* --capture: NULL when not capturing */
 	/* counters (stats registry) */
 	uint64_t *st_attach, *st_detach, *st_client_deaths, *st_cmds, *st_events, *st_backlogged, *st_bad_cmds,
-		*st_causality_lag, *st_causality_lag_count, *st_stalls, *st_extrapolations, *st_wakes, *st_held_reqs;
+		*st_causality_lag, *st_causality_lag_count, *st_stalls, *st_stalls_paced, *st_extrapolations, *st_wakes, *st_held_reqs;
 };
 
 /* server.c */

@@ -15,13 +15,18 @@
  * emulation.causality_lag_ps / _count, and 0 by construction unless a thread broke the rule below.
  *
  * Stall rule (emulation.stall_timeout_us): a busy thread that has not published its clock for that long
- * (wall time) while it holds virtual time back is looked at in /proc: if it is running and cpu_scale > 0,
- * its clock is extrapolated from its CPU time (a computing thread advances as if it had called the
- * provider); otherwise -- blocked outside the provider (a pipe read, a lock, a sleep without the clock
- * interposer), or computing with cpu_scale 0 -- it is marked stalled: time goes on without it, and when
- * it next enters the provider its clock jumps to the engine's horizon (as if it had been idle).  So no
- * thread stalls the others for more than about stall_timeout of wall time per episode
- * (emulation.stalls, emulation.extrapolations count them).
+ * (wall time) while it holds virtual time back is looked at in /proc:
+ *   - running, cpu_scale > 0: its clock is extrapolated from its CPU time, so a computing thread advances
+ *     as if it had called the provider (emulation.extrapolations);
+ *   - sleeping in nanosleep/clock_nanosleep (a sleep the clock interposer did not turn into virtual
+ *     time): its clock follows the wall clock, so virtual time goes on at the wall clock's pace, as in
+ *     realtime mode, while it sleeps (emulation.stalls_paced);
+ *   - anything else -- blocked outside the provider (a pipe or socket read, a lock, pthread_join), or
+ *     computing while CPU time is free (cpu_scale 0): it is treated as idle, time goes on without it
+ *     (emulation.stalls).
+ * Either way the thread is marked `stalled`, and when it next enters the provider its clock jumps to the
+ * daemon's horizon, so it never issues a command in the engine's past.  No thread holds the others back
+ * for more than stall_timeout of wall time per episode.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,13 +44,23 @@
 #include "daemon.h"
 
 /* The daemon's view of one thread slot. */
+enum vslot_pace { PACE_OWN, PACE_CPU, PACE_WALL, PACE_NONE };
 struct vslot {
 	uint32_t seen_seq;   /* pub_seq when the clock last moved */
 	bool was_busy;
-	double seen_wall;    /* wall time it last moved (or turned busy) */
+	enum vslot_pace pace; /* stall rule: how its clock moves while it does not publish */
+	double seen_wall;    /* wall time it last moved (or turned busy, or stalled) */
 	simtime_t seen_clock;
-	simtime_t eff;       /* clock extrapolated from the thread's CPU time (stall rule), 0: none */
+	simtime_t eff;       /* PACE_CPU: clock extrapolated from its CPU time; PACE_WALL: clock at the stall */
 };
+
+static simtime_t effective_clock(const struct vslot *v, simtime_t clk, double wall)
+{
+	simtime_t e = v->pace == PACE_CPU ? v->eff
+		    : v->pace == PACE_WALL ? v->eff + (simtime_t)((wall - v->seen_wall) * 1e12)
+					   : 0;
+	return e > clk ? e : clk;
+}
 
 static double wall_now(void)
 {
@@ -128,8 +143,6 @@ static void scan_client(struct daemon *d, struct client *c, double wall, simtime
 			v->was_busy = false;
 			continue;
 		}
-		if (atomic_load(&t->stalled))
-			continue;
 		simtime_t clk = atomic_load(&t->vclock_ps);
 		uint32_t seq = atomic_load(&t->pub_seq);
 		if (!v->was_busy || seq != v->seen_seq || clk != v->seen_clock) {
@@ -137,10 +150,12 @@ static void scan_client(struct daemon *d, struct client *c, double wall, simtime
 			v->seen_seq = seq;
 			v->seen_clock = clk;
 			v->seen_wall = wall;
-			v->eff = 0;
+			v->pace = PACE_OWN;
 		}
-		if (v->eff > clk)
-			clk = v->eff;
+		if (v->pace == PACE_NONE)
+			continue; /* stalled outside the provider: time goes on without it */
+		if (v->pace != PACE_OWN)
+			clk = effective_clock(v, clk, wall);
 		if (clk < *tb)
 			*tb = clk;
 	}
@@ -253,9 +268,7 @@ void vclock_run(struct daemon *d)
 		if (te < want)
 			want = te;
 		simtime_t target = tb < want ? tb : want;
-		if (target == UINT64_MAX)
-			break; /* every thread idle without a deadline, nothing queued, no event */
-		if (target > now) {
+		if (target > now && target != UINT64_MAX) {
 			/* Dekker with a thread that wakes by itself: publish the horizon, then look at the busy
 			 * threads again; one that turned busy meanwhile either is seen here or starts at the
 			 * new horizon. */
@@ -271,10 +284,9 @@ void vclock_run(struct daemon *d)
 				continue;
 			}
 		}
-		if (want == UINT64_MAX)
-			break; /* nothing to do until a thread issues a command or goes idle with a deadline */
-		/* Held back by a busy thread: sleep until one publishes a clock reaching `want` or goes idle
-		 * (the provider rings the process's eventfd), or a command arrives (queue doorbells). */
+		/* Held back by a busy thread, or nothing to do: sleep until a thread publishes a clock reaching
+		 * `want` or goes idle (the provider rings the process's eventfd: a new deadline), or a command
+		 * arrives (queue doorbells). */
 		set_waiting(d, 1, want);
 		atomic_thread_fence(memory_order_seq_cst);
 		simtime_t tb2, td2;
@@ -283,7 +295,7 @@ void vclock_run(struct daemon *d)
 			set_waiting(d, 0, UINT64_MAX);
 			continue;
 		}
-		held_back = true;
+		held_back = want != UINT64_MAX;
 		break;
 	}
 	publish(d, sim_now(d->sim));
@@ -324,48 +336,77 @@ static bool thread_proc_info(pid_t pid, int32_t tid, char *state, uint64_t *cpu_
 	return true;
 }
 
+/* Whether a blocked thread is in a sleep system call (/proc/PID/task/TID/syscall: the number first). */
+static bool thread_in_sleep(pid_t pid, int32_t tid)
+{
+	char path[96], buf[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* unknown: the cautious pace */
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	long nr = strtol(buf, NULL, 10);
+	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
+}
+
+/* Dekker with the thread's publication (it bumps pub_seq, then reads `stalled`): false when it came back. */
+static bool mark_stalled(struct pcb_thread *t, const struct vslot *v)
+{
+	atomic_store(&t->stalled, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&t->pub_seq) != v->seen_seq || atomic_load(&t->state) != PCB_THREAD_BUSY) {
+		atomic_store(&t->stalled, 0);
+		return false;
+	}
+	return true;
+}
+
 static void stall_check_client(struct daemon *d, struct client *c, double wall, simtime_t horizon)
 {
 	uint32_t n = slots_in_use(c);
 	for (uint32_t i = 0; i < n; i++) {
 		struct pcb_thread *t = &c->pcb->threads[i];
 		struct vslot *v = &c->vs[i];
-		if (atomic_load(&t->state) != PCB_THREAD_BUSY || atomic_load(&t->stalled) || !v->was_busy)
+		if (atomic_load(&t->state) != PCB_THREAD_BUSY || !v->was_busy || v->pace == PACE_WALL ||
+		    v->pace == PACE_NONE)
 			continue;
-		simtime_t clk = atomic_load(&t->vclock_ps);
-		if (v->eff > clk)
-			clk = v->eff;
+		simtime_t clk = effective_clock(v, atomic_load(&t->vclock_ps), wall);
 		if (clk >= horizon || wall - v->seen_wall < d->emu->stall_timeout_s)
 			continue; /* not holding time back, or not for long */
 		char st = '?';
 		uint64_t cpu = 0;
 		bool known = thread_proc_info(c->pid, t->tid, &st, &cpu);
 		uint64_t base = atomic_load(&t->cpu_ns);
-		if (known && st == 'R' && d->emu->cpu_scale > 0 && cpu > base) {
+		if (known && st == 'R' && d->emu->cpu_scale > 0) {
+			if (cpu <= base)
+				continue; /* runnable but not on a CPU yet */
 			/* Computing: its CPU time keeps advancing its clock. */
 			simtime_t eff = atomic_load(&t->vclock_ps) + (simtime_t)((double)(cpu - base) * 1e3 * d->emu->cpu_scale);
-			if (eff > v->eff) {
+			if (eff > clk && mark_stalled(t, v)) {
+				v->pace = PACE_CPU;
 				v->eff = eff;
+				v->seen_wall = wall;
 				(*d->st_extrapolations)++;
 			}
-			v->seen_wall = wall;
 			continue;
 		}
-		if (known && st == 'R' && d->emu->cpu_scale > 0)
-			continue; /* runnable but not getting the CPU yet: it will */
-		/* Blocked outside the provider, or computing while CPU time is free: time goes on without it.
-		 * Pairs with the thread's fence between bumping pub_seq and reading `stalled`. */
-		atomic_store(&t->stalled, 1);
-		atomic_thread_fence(memory_order_seq_cst);
-		if (atomic_load(&t->pub_seq) != v->seen_seq || atomic_load(&t->state) != PCB_THREAD_BUSY) {
-			atomic_store(&t->stalled, 0); /* it came back meanwhile */
+		/* A real sleep: its clock follows the wall clock.  Blocked on anything else, or computing while
+		 * CPU time is free: idle. */
+		if (!mark_stalled(t, v))
 			continue;
-		}
-		(*d->st_stalls)++;
+		bool sleeping = !known || thread_in_sleep(c->pid, t->tid);
+		v->pace = sleeping ? PACE_WALL : PACE_NONE;
+		v->eff = clk;
+		v->seen_wall = wall;
+		(*(sleeping ? d->st_stalls_paced : d->st_stalls))++;
 		if (!d->quiet)
 			fprintf(stderr, "cxisimd: client %u (pid %d) thread %d holds virtual time without entering the "
-				"provider (state %c): stalled, time goes on without it\n",
-				c->id, (int)c->pid, (int)t->tid, st);
+				"provider (state %c): %s until it does\n", c->id, (int)c->pid, (int)t->tid, st,
+				v->pace == PACE_WALL ? "sleeping, its clock follows the wall clock" : "time goes on without it");
 	}
 }
 
