@@ -8,9 +8,10 @@
  * ops->wait(deadline): the thread is idle until its deadline, until something changes for the process
  * (a completion becomes visible, which rings the provider's wait fds), or until ops->wait returns early.
  * The check runs after each return, so readiness caused outside the simulation (a pipe, a TCP socket,
- * another thread's pthread_cond_signal) is seen at the next return.  Zero and infinite timeouts are the
- * real calls: a zero timeout never waits, and an infinite one can only end by readiness (a thread that
- * blocks on the provider's wait fd first calls fi_trywait, which makes it idle in the daemon). */
+ * another thread's pthread_cond_signal) is seen at the next return.  A zero timeout is the real call (it
+ * never waits); an infinite one is the same loop without a deadline, so the thread is idle in the daemon's
+ * eyes while it waits (a real blocking call would hold virtual time back until the daemon's stall rule
+ * gives up on it). */
 #include "interposer.h"
 
 #include <dlfcn.h>
@@ -200,14 +201,20 @@ static int wait_ready(const struct cxisim_clock_ops *o, uint64_t deadline_ps, in
 	}
 }
 
-/* The virtual deadline rel_ns from now, or -1 when not in virtual mode. */
-static int rel_deadline(const struct cxisim_clock_ops *o, uint64_t rel_ns, uint64_t *deadline)
+/* The virtual deadline rel_ns from now (rel_ns < 0: none, UINT64_MAX), or -1 when not in virtual mode. */
+static int rel_deadline(const struct cxisim_clock_ops *o, int64_t rel_ns, uint64_t *deadline)
 {
 	uint64_t now;
 	if (clk_now_ps(o, &now) != 0)
 		return -1;
-	*deadline = sat_add(now, clk_ns_to_ps(rel_ns));
+	*deadline = rel_ns < 0 ? UINT64_MAX : sat_add(now, clk_ns_to_ps((uint64_t)rel_ns));
 	return 0;
+}
+
+/* A poll(2)-style timeout in ms as ns (< 0: infinite). */
+static int64_t ms_ns(int timeout)
+{
+	return timeout < 0 ? -1 : (int64_t)timeout * 1000000;
 }
 
 struct poll_args {
@@ -231,7 +238,7 @@ CLK_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
 	uint64_t deadline;
-	if (!o || timeout <= 0 || rel_deadline(o, (uint64_t)timeout * 1000000u, &deadline) != 0)
+	if (!o || timeout == 0 || rel_deadline(o, ms_ns(timeout), &deadline) != 0)
 		return get_real_poll()(fds, n, timeout);
 	struct poll_args a = {fds, n, NULL, 0};
 	int fb, r = wait_ready(o, deadline, poll_check, &a, &fb);
@@ -242,8 +249,8 @@ CLK_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, c
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
 	uint64_t deadline;
-	if (!o || !tmo || !valid_ts(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0) ||
-	    rel_deadline(o, clk_ts_to_ns(tmo), &deadline) != 0)
+	if (!o || (tmo && (!valid_ts(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))) ||
+	    rel_deadline(o, tmo ? (int64_t)clk_ts_to_ns(tmo) : -1, &deadline) != 0)
 		return get_real_ppoll()(fds, n, tmo, mask);
 	struct poll_args a = {fds, n, mask, 1};
 	int fb, r = wait_ready(o, deadline, poll_check, &a, &fb);
@@ -269,7 +276,7 @@ CLK_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
 	uint64_t deadline;
-	if (!o || timeout <= 0 || rel_deadline(o, (uint64_t)timeout * 1000000u, &deadline) != 0)
+	if (!o || timeout == 0 || rel_deadline(o, ms_ns(timeout), &deadline) != 0)
 		return get_real_epoll_wait()(epfd, ev, max, timeout);
 	struct epoll_args a = {epfd, max, ev, NULL, 0};
 	int fb, r = wait_ready(o, deadline, epoll_check, &a, &fb);
@@ -280,7 +287,7 @@ CLK_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
 	uint64_t deadline;
-	if (!o || timeout <= 0 || rel_deadline(o, (uint64_t)timeout * 1000000u, &deadline) != 0)
+	if (!o || timeout == 0 || rel_deadline(o, ms_ns(timeout), &deadline) != 0)
 		return get_real_epoll_pwait()(epfd, ev, max, timeout, mask);
 	struct epoll_args a = {epfd, max, ev, mask, 1};
 	int fb, r = wait_ready(o, deadline, epoll_check, &a, &fb);
@@ -309,7 +316,7 @@ static int select_check(void *p)
 	return get_real_select()(a->nfds, a->set[0], a->set[1], a->set[2], &ztv);
 }
 
-static int select_virtual(const struct cxisim_clock_ops *o, struct select_args *a, uint64_t rel_ns,
+static int select_virtual(const struct cxisim_clock_ops *o, struct select_args *a, int64_t rel_ns,
 			  uint64_t *left_ns, int *fb)
 {
 	uint64_t deadline, now;
@@ -322,7 +329,7 @@ static int select_virtual(const struct cxisim_clock_ops *o, struct select_args *
 			a->saved[i] = *a->set[i];
 	int r = wait_ready(o, deadline, select_check, a, fb);
 	*left_ns = 0;
-	if (!*fb && r > 0 && clk_now_ps(o, &now) == 0 && now < deadline)
+	if (!*fb && r > 0 && deadline != UINT64_MAX && clk_now_ps(o, &now) == 0 && now < deadline)
 		*left_ns = (deadline - now) / 1000u;
 	if (*fb) /* give the caller its sets back for the real call */
 		for (int i = 0; i < 3; i++)
@@ -334,15 +341,15 @@ static int select_virtual(const struct cxisim_clock_ops *o, struct select_args *
 CLK_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
-	if (!o || !tv || tv->tv_sec < 0 || tv->tv_usec < 0 || (tv->tv_sec == 0 && tv->tv_usec == 0))
+	if (!o || (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || (tv->tv_sec == 0 && tv->tv_usec == 0))))
 		return get_real_select()(nfds, r, w, e, tv);
 	struct select_args a = {.nfds = nfds, .set = {r, w, e}};
 	uint64_t left;
-	int fb, n = select_virtual(o, &a, (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u,
-				  &left, &fb);
+	int64_t rel = tv ? (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000 : -1;
+	int fb, n = select_virtual(o, &a, rel, &left, &fb);
 	if (fb)
 		return get_real_select()(nfds, r, w, e, tv);
-	if (n >= 0) { /* Linux reports the time left */
+	if (tv && n >= 0) { /* Linux reports the time left */
 		tv->tv_sec = (time_t)(left / 1000000000u);
 		tv->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
 	}
@@ -352,11 +359,11 @@ CLK_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval 
 CLK_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask)
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
-	if (!o || !ts || !valid_ts(ts) || (ts->tv_sec == 0 && ts->tv_nsec == 0))
+	if (!o || (ts && (!valid_ts(ts) || (ts->tv_sec == 0 && ts->tv_nsec == 0))))
 		return get_real_pselect()(nfds, r, w, e, ts, mask);
 	struct select_args a = {.nfds = nfds, .set = {r, w, e}, .mask = mask, .use_pselect = 1};
 	uint64_t left;
-	int fb, n = select_virtual(o, &a, clk_ts_to_ns(ts), &left, &fb);
+	int fb, n = select_virtual(o, &a, ts ? (int64_t)clk_ts_to_ns(ts) : -1, &left, &fb);
 	return fb ? get_real_pselect()(nfds, r, w, e, ts, mask) : n;
 }
 

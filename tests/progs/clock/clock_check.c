@@ -220,9 +220,28 @@ static void check_waits(void)
 	pthread_create(&th, NULL, late_writer, (void *)(uintptr_t)(20 * MS));
 	CHECK(epoll_wait(ep, &out, 1, 600000) == 1, "epoll late");
 	pthread_join(th, NULL);
-	/* Infinite and zero timeouts are the real calls (no op called). */
+	/* Ready at once: no wait, whatever the timeout; a zero timeout is the real call. */
 	uint64_t waits = clock_owner_calls("wait");
-	CHECK(poll(&p, 1, -1) == 1 && poll(&p, 1, 0) == 1 && clock_owner_calls("wait") == waits, "real poll");
+	CHECK(poll(&p, 1, -1) == 1 && poll(&p, 1, 0) == 1 && clock_owner_calls("wait") == waits, "ready poll");
+	CHECK(read(pipefd[0], &c, 1) == 1, "read");
+	/* No timeout: the thread waits idle (ops->wait without a deadline) until the fd is ready. */
+	pthread_create(&th, NULL, late_writer, (void *)(uintptr_t)(20 * MS));
+	CHECK(poll(&p, 1, -1) == 1 && clock_owner_calls("wait") > waits, "infinite poll waits idle");
+	pthread_join(th, NULL);
+	CHECK(read(pipefd[0], &c, 1) == 1, "read");
+	waits = clock_owner_calls("wait");
+	pthread_create(&th, NULL, late_writer, (void *)(uintptr_t)(20 * MS));
+	FD_ZERO(&rs);
+	FD_SET(pipefd[0], &rs);
+	CHECK(select(pipefd[0] + 1, &rs, NULL, NULL, NULL) == 1 && FD_ISSET(pipefd[0], &rs) &&
+		      clock_owner_calls("wait") > waits,
+	      "select without timeout");
+	pthread_join(th, NULL);
+	CHECK(read(pipefd[0], &c, 1) == 1, "read");
+	waits = clock_owner_calls("wait");
+	pthread_create(&th, NULL, late_writer, (void *)(uintptr_t)(20 * MS));
+	CHECK(epoll_wait(ep, &out, 1, -1) == 1 && clock_owner_calls("wait") > waits, "epoll without timeout");
+	pthread_join(th, NULL);
 	printf("waits: %llu calls of ops->wait\n", (unsigned long long)waits);
 }
 
