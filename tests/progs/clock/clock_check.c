@@ -46,6 +46,13 @@ static uint64_t raw_ns(clockid_t c)
 	return r == 0 ? (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec : 0;
 }
 
+/* A sanitizer runtime preloaded before the interposer intercepts the clock functions itself. */
+static int intercepted(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+	return p && strstr(p, "libasan");
+}
+
 static uint64_t ts_ns(const struct timespec *ts)
 {
 	return (uint64_t)ts->tv_sec * S + (uint64_t)ts->tv_nsec;
@@ -96,7 +103,9 @@ static void check_reads(void)
 	CHECK(syscall(SYS_getpid) == getpid(), "syscall getpid");
 	/* The registering library reads the real clock; a raw system call too. */
 	uint64_t real = raw_ns(CLOCK_MONOTONIC), owner = clock_owner_real_ns(CLOCK_MONOTONIC);
-	CHECK(owner + 10 * S > real && owner < real + 10 * S, "owner's read is real: %llu vs %llu",
+	/* (Under ASan its clock_gettime interceptor calls ours from libasan for every caller, so the caller
+	 * cannot be told apart there: the provider reads its clocks with raw system calls.) */
+	CHECK(intercepted() || (owner + 10 * S > real && owner < real + 10 * S), "owner's read is real: %llu vs %llu",
 	      (unsigned long long)owner, (unsigned long long)real);
 	CHECK(vt() == v, "reads do not move virtual time");
 }
@@ -334,9 +343,9 @@ static void burn(uint64_t ns)
 static void check_cpu(void)
 {
 	attach();
-	uint64_t c0 = read_ns(CLOCK_THREAD_CPUTIME_ID), r0 = clock_owner_real_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t c0 = read_ns(CLOCK_THREAD_CPUTIME_ID), r0 = raw_ns(CLOCK_THREAD_CPUTIME_ID);
 	burn(20 * MS);
-	uint64_t c1 = read_ns(CLOCK_THREAD_CPUTIME_ID), r1 = clock_owner_real_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t c1 = read_ns(CLOCK_THREAD_CPUTIME_ID), r1 = raw_ns(CLOCK_THREAD_CPUTIME_ID);
 	double scale = atof(getenv("CXISIM_CPU_SCALE"));
 	double ratio = (double)(c1 - c0) / (double)(r1 - r0);
 	CHECK(ratio > scale * 0.9 && ratio < scale * 1.1, "virtual/real CPU %.3f, scale %.3f", ratio, scale);
