@@ -1,9 +1,14 @@
 /* What an application thread's virtual clock sees between messages over the cxi provider (run under
- * `cxisim exec`, virtual time): a ping-pong between two processes where, before each ping, the pinger
+ * `cxisim exec`, virtual time): a ping-pong of 8-byte messages between two processes where, before each
+ * ping, the pinger
  *   burn:  burns 1 ms of CPU time (measured on the thread's CPU clock through a raw system call), or
  *   sleep: sleeps 10 ms with nanosleep,
- * and reads CLOCK_MONOTONIC (virtual, through the interposer) around it.  Prints one line per iteration:
- * "burn|sleep <virtual ns> <cpu ns> <wall ns>", then "PASSED clock_work" when every message arrived. */
+ * and reads CLOCK_MONOTONIC (virtual, through the interposer) around it; or
+ *   rt:     measures each round trip (receive posted before the send, as fi_pingpong does);
+ *   rt-mpi: the same with a blocking send's order (each side waits for its send's completion, then posts
+ *           its receive: what MPI_Send + MPI_Recv do over Open MPI's OFI MTL).
+ * Prints one line per iteration: "<mode> <virtual ns> <cpu ns> <wall ns>", then "PASSED clock_work" when
+ * every message arrived. */
 #include <sys/syscall.h>
 
 #include "../provider/common.h"
@@ -34,8 +39,25 @@ static void burn(uint64_t ns)
 			x++;
 }
 
+static bool mpi_order;
+
 static void msg(struct t_ep *t, fi_addr_t peer, bool send_first)
 {
+	if (mpi_order) { /* send, its completion, then the receive */
+		char buf[8] = "ping";
+		struct fi_cq_tagged_entry e;
+		if (send_first) {
+			T_OK(fi_send(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+			t_cq_expect(t->cq, &e, "send");
+		}
+		T_OK(fi_recv(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+		t_cq_expect(t->cq, &e, "recv");
+		if (!send_first) {
+			T_OK(fi_send(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+			t_cq_expect(t->cq, &e, "send");
+		}
+		return;
+	}
 	char buf[8] = "ping";
 	struct fi_cq_tagged_entry e;
 	T_OK(fi_recv(t->ep, buf, sizeof(buf), NULL, peer, NULL));
@@ -74,10 +96,11 @@ static int echo(void *p)
 int main(int argc, char **argv)
 {
 	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
-	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep")) {
-		fprintf(stderr, "usage: clock_work burn|sleep\n");
+	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|rt|rt-mpi\n");
 		return 2;
 	}
+	mpi_order = !strcmp(a.mode, "rt-mpi");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	t_link_init(&a.link);
 	pid_t child = t_fork(echo, &a, "echo");
@@ -93,13 +116,16 @@ int main(int argc, char **argv)
 		uint64_t v0 = mono_ns(), c0 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = raw_clock_ns(CLOCK_MONOTONIC);
 		if (!strcmp(a.mode, "burn")) {
 			burn(1000000);
-		} else {
+		} else if (!strcmp(a.mode, "sleep")) {
 			struct timespec d = {0, 10000000};
 			nanosleep(&d, NULL);
+		} else {
+			msg(&t, peer, true);
 		}
 		uint64_t w1 = raw_clock_ns(CLOCK_MONOTONIC), c1 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), v1 = mono_ns();
 		printf("%s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", a.mode, v1 - v0, c1 - c0, w1 - w0);
-		msg(&t, peer, true);
+		if (strncmp(a.mode, "rt", 2))
+			msg(&t, peer, true);
 	}
 	t_close(&t);
 	t_join(child, "echo");
