@@ -509,6 +509,10 @@ static __thread struct cxip_dev *my_slot_dev;
 static void slot_release(void *p)
 {
 	struct pcb_thread *t = p;
+	/* Clean for the next owner before it can be claimed (a claim writes nothing before its CAS). */
+	atomic_store(&t->wait_id, PCB_WAIT_NONE);
+	atomic_store(&t->deadline_ps, UINT64_MAX);
+	atomic_store(&t->stalled, 0);
 	atomic_store(&t->state, PCB_THREAD_FREE);
 }
 
@@ -525,12 +529,8 @@ int cxip_dev_thread_slot(struct cxip_dev *dev)
 	for (int i = 0; i < CXISIM_MAX_THREADS; i++) {
 		struct pcb_thread *t = &dev->pcb->threads[i];
 		uint32_t expect = PCB_THREAD_FREE;
-		/* Virtual mode: claimed idle (nobody wakes it), then it resumes at the daemon's horizon. */
-		if (dev->virt) {
-			atomic_store(&t->wait_id, PCB_WAIT_NONE);
-			atomic_store(&t->deadline_ps, UINT64_MAX);
-			atomic_store(&t->stalled, 0);
-		}
+		/* Virtual mode: claimed idle (a free slot waits on nothing: slot_release, and the daemon's
+		 * zeroed memory), then it resumes at the daemon's horizon. */
 		if (atomic_compare_exchange_strong(&t->state, &expect, dev->virt ? PCB_THREAD_IDLE : PCB_THREAD_BUSY)) {
 			t->tid = (int32_t)syscall(SYS_gettid);
 			my_slot = i;

@@ -156,6 +156,12 @@ void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot)
 	resume(dev, t);
 }
 
+_Atomic uint32_t *cxip_vt_emitting(struct cxip_dev *dev)
+{
+	struct pcb_thread *t = self(dev);
+	return t ? &t->emitting : NULL;
+}
+
 uint64_t cxip_vt_charge(struct cxip_dev *dev)
 {
 	struct pcb_thread *t = self(dev);
@@ -268,6 +274,7 @@ void cxip_vt_wake_local(struct cxip_dev *dev, uint32_t wait_id, uint64_t at)
 			continue;
 		advance_to(t, at);
 		atomic_store(&t->deadline_ps, UINT64_MAX);
+		atomic_store(&t->stalled, 0);
 		atomic_store(&t->state, PCB_THREAD_BUSY);
 		atomic_fetch_add(&t->wake, 1);
 		futex_wake(&t->wake);

@@ -116,7 +116,7 @@ struct dep {
 	uint64_t nops;
 	bool fatal;
 	bool closing;
-	bool head_retried;    /* the command at the head of the queue was refused by the NIC (-EAGAIN) once */
+	bool backpressured;   /* the NIC refused the head of the queue (-EAGAIN): until the queue catches up */
 	bool recv_posted;     /* a receive was posted (simulated workloads may now send to it) */
 	uint32_t cap_ep;      /* capture id (0: not captured) */
 	uint32_t cap_images_due; /* MRs registered since the last send, whose exposed image is still due */

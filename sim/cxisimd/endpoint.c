@@ -419,8 +419,10 @@ static simtime_t drain(struct dep *ep)
 		uint16_t ns;
 		enum ring_peek r = ring_peek(&ep->cmdq->ring, raw, sizeof(raw), &ns);
 		if (r == RING_EMPTY) {
-			if (ring_arm(&ep->cmdq->ring))
+			if (ring_arm(&ep->cmdq->ring)) {
+				ep->backpressured = false;
 				return UINT64_MAX;
+			}
 			continue;
 		}
 		if (r == RING_CORRUPT) {
@@ -430,8 +432,10 @@ static simtime_t drain(struct dep *ep)
 			return UINT64_MAX;
 		}
 		const struct cxs_cmd *cmd = (const void *)raw;
-		if (virt && cmd->vt > sim_now(d->sim))
+		if (virt && cmd->vt > sim_now(d->sim)) {
+			ep->backpressured = false; /* the queue has caught up with its stamps */
 			return cmd->vt;
+		}
 		if (ep->fatal) {
 			if (cmd->op != CXS_CMD_CANCEL && cmd->op != CXS_CMD_NOOP)
 				fail_cmd(ep, cmd, FI_EIO);
@@ -440,15 +444,26 @@ static simtime_t drain(struct dep *ep)
 		}
 		if (exec_cmd(ep, raw, ns) == -EAGAIN) {
 			/* Keep the command; the step timer retries it once the NIC has drained. */
-			ep->head_retried = true;
+			ep->backpressured = true;
 			if (!virt)
 				ev_feed_event(d->loop, &ep->cmdq->io, EV_READ);
 			return virt ? sim_now(d->sim) + d->emu->retry : UINT64_MAX;
 		}
-		/* A command the NIC made wait (full queues) is back-pressure, not causality lag. */
-		if (!ep->head_retried)
+		/* Commands the NIC made wait (a full queue: the head refused, those behind it queued) are
+		 * back-pressure, not causality lag. */
+		if (!ep->backpressured && (virt ? cmd->vt : wall) < sim_now(d->sim)) {
 			clock_count_lag(d, virt ? cmd->vt : wall);
-		ep->head_retried = false;
+			if (virt && !d->quiet)
+				fprintf(stderr, "cxisimd: client %u endpoint %u: command %u of thread slot %u stamped %llu ps, "
+					"%llu ps late (causality lag)\n", ep->o.c->id, ep->o.id, cmd->op, cmd->tslot,
+					(unsigned long long)cmd->vt, (unsigned long long)(sim_now(d->sim) - cmd->vt));
+			if (virt && !d->quiet && cmd->tslot < CXISIM_MAX_THREADS) {
+				struct pcb_thread *t = &ep->o.c->pcb->threads[cmd->tslot];
+				fprintf(stderr, "  thread slot state %u clock %llu stalled %u, horizon %llu\n",
+					atomic_load(&t->state), (unsigned long long)atomic_load(&t->vclock_ps),
+					atomic_load(&t->stalled), (unsigned long long)atomic_load(&ep->o.c->pcb->horizon_ps));
+			}
+		}
 		ring_retire(&ep->cmdq->ring, ns);
 	}
 }

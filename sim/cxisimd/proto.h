@@ -119,7 +119,9 @@ struct pcb_thread {
 	_Atomic uint32_t wake;        /* futex word: bumped by whoever wakes the thread */
 	_Atomic uint32_t pub_seq;     /* bumped by the thread each time it publishes its clock */
 	_Atomic uint32_t stalled;     /* set by the daemon: time went on without this thread (stall rule) */
-	uint64_t pad[2];
+	_Atomic uint32_t emitting;    /* between taking a command's stamp and publishing the command */
+	uint32_t pad0;
+	uint64_t pad;
 };
 _Static_assert(sizeof(struct pcb_thread) == 64, "a thread slot is one cache line");
 
