@@ -349,7 +349,7 @@ static bool thread_in_sleep(pid_t pid, int32_t tid)
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return false; /* the task was running: not asleep */
+		return true; /* unknown (it may have just woken): the cautious pace */
 	buf[n] = 0;
 	long nr = strtol(buf, NULL, 10);
 	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
