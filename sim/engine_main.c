@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "scenario.h"
+#include "util.h"
 
 static void usage(FILE *f)
 {
@@ -22,6 +22,37 @@ static void usage(FILE *f)
 	      "  --quiet         no progress line on stderr\n"
 	      "  --params        print every model's parameter table (markdown) and exit\n",
 	      f);
+}
+
+
+/* Transparent huge pages for the heap.  A large run's state (a million endpoints, their NIC records and
+ * queues) is gigabytes touched at random, one event at a time: with 4 KiB pages nearly every record an
+ * event reaches also misses the TLB.  Where the kernel gives huge pages only on request (THP "madvise"),
+ * glibc's malloc asks for them under the tunable glibc.malloc.hugetlb=1, which it reads at startup only;
+ * so the engine starts itself again once with it set.  Results do not depend on it (same outputs); wall
+ * time does (Aurora-size runs: about 25% fewer wall seconds per event).  CXISIM_THP=0 turns it off (e.g.
+ * under valgrind, which the new image would leave). */
+static void exec_with_huge_pages(char **argv)
+{
+	const char *off = getenv("CXISIM_THP"), *t = getenv("GLIBC_TUNABLES");
+	if ((off && !strcmp(off, "0")) || (t && strstr(t, "glibc.malloc.hugetlb")))
+		return;
+	char mode[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (!f)
+		return;
+	size_t n = fread(mode, 1, sizeof(mode) - 1, f);
+	fclose(f);
+	mode[n] = 0;
+	if (!strstr(mode, "[madvise]"))
+		return; /* "always": every heap page may be huge already; "never": nothing to ask for */
+	char val[1024];
+	if (snprintf(val, sizeof(val), "%s%sglibc.malloc.hugetlb=1", t ? t : "", t ? ":" : "") >= (int)sizeof(val))
+		return;
+	if (setenv("GLIBC_TUNABLES", val, 1))
+		return;
+	execv("/proc/self/exe", argv);
+	/* Not restarted (no /proc): run as is, with the tunable left set for nothing. */
 }
 
 int main(int argc, char **argv)
@@ -41,18 +72,10 @@ int main(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 's': so.shown_name = optarg; break;
 		case 'S': {
-			char *end;
-			errno = 0;
-			so.seed = strtoull(optarg, &end, 0);
-			if (errno == ERANGE && optarg[0] != '-') {
-				fprintf(stderr, "cxisim-engine: --seed %s: value out of range [0, %llu]\n", optarg,
-					(unsigned long long)UINT64_MAX);
+			unsigned long long seed;
+			if (opt_u64("cxisim-engine", "--seed", optarg, UINT64_MAX, &seed))
 				return 2;
-			}
-			if (errno || *end || !optarg[0] || optarg[0] == '-') {
-				fprintf(stderr, "cxisim-engine: --seed: '%s' is not a non-negative integer\n", optarg);
-				return 2;
-			}
+			so.seed = seed;
 			so.seed_override = true;
 			break;
 		}
@@ -67,12 +90,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Before the run, not after it: a missing or read-only --out is bad input (status 2), found at once. */
-	struct stat st;
-	int err = stat(out, &st) ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : access(out, W_OK) ? errno : 0;
-	if (err) {
-		fprintf(stderr, "cxisim-engine: --out %s: %s\n", out, strerror(err));
+	if (opt_out_dir("cxisim-engine", out))
 		return 2;
-	}
+	exec_with_huge_pages(argv);
 	struct scenario *sc = scenario_load(config, &so);
 	sim_set_progress(sc->sim, !quiet);
 	scenario_run(sc);
