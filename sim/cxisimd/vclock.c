@@ -255,9 +255,11 @@ void vclock_run(struct daemon *d)
 	for (;;) {
 		d->vrun_again = false;
 		simtime_t now = sim_now(d->sim);
-		simtime_t tcmd = run_commands(d);
+		/* Clocks first, then the queues: a command queued before its thread published a later clock is
+		 * seen by the drain that follows the scan that saw that clock. */
 		simtime_t tb, td, te = UINT64_MAX;
 		scan_all(d, wall, &tb, &td);
+		simtime_t tcmd = run_commands(d);
 		if (!sim_next_event_time(d->sim, &te))
 			te = UINT64_MAX;
 		if (te <= now) {
@@ -280,6 +282,10 @@ void vclock_run(struct daemon *d)
 			scan_all(d, wall, &tb2, &td2);
 			if (tb2 < target)
 				target = tb2;
+			/* ... and the queues again after the clocks just read. */
+			simtime_t tcmd2 = run_commands(d);
+			if (tcmd2 < target)
+				target = tcmd2;
 			if (target > now) {
 				sim_run_until(d->sim, target);
 				publish(d, target);

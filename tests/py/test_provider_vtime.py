@@ -46,6 +46,7 @@ def test_stall_rule(tmp_path, how, cpu_scale):
         assert c.get("extrapolations", 0) >= 1, c
     else:
         assert c.get("stalls", 0) >= 1, c
+    assert c.get("causality_lag_ps", 0) == 0 and c.get("causality_lag_count", 0) == 0, c
 
 
 def test_causality_lag_zero_fi_pingpong(tmp_path):
