@@ -1,7 +1,8 @@
 """A real, unmodified RPC server (tests/progs/rpc/ofi_rpc_server, which behaves as Mercury does on cxi:
 multi-recv buffers, FI_SOURCE + FI_SOURCE_ERR with AV insertion of new clients, tagged replies, bulk RMA)
 against simulated replay clients in the emulation daemon's engine, replaying a capture of the real client
-(`cxisim capture`).  Realtime mode: the rates are the wall clock's (virtual time follows it)."""
+(`cxisim capture`).  Virtual time (the template's default): the server's printed rate is the simulated
+machine's, through the clock interposer."""
 import json
 import os
 import re
@@ -115,7 +116,12 @@ def test_thousand_replay_clients_each_request_answered_once(cap, tmp_path):
     # The server's own rate (its first request to its last reply) and the daemon's (first request sent to
     # last answer, a span that holds the server's): realtime mode puts both on the wall clock, where two
     # processes sharing loaded cores shift the server's first read by up to a few tens of ms.
-    assert served["rate"] * 0.65 <= rp["rate_overall"] <= served["rate"] * 1.02, (rp["rate_overall"], served)
+    # The server's own rate (its first request to its last reply, on CLOCK_MONOTONIC, which the clock
+    # interposer makes virtual) and the daemon's (first request sent to last answer, in the engine's time):
+    # virtual time puts both on the simulated machine's clock, so they agree closely (the daemon's span also
+    # holds the first request's flight and the last answer's; the server's holds its CPU time charged to
+    # its clock).  In realtime mode they differed by up to 35% with the host's load.
+    assert abs(rp["rate_overall"] / served["rate"] - 1) < 0.02, (rp["rate_overall"], served)
 
 
 def test_unauthorized_vni_clients_reach_nothing(cap, tmp_path):
