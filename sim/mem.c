@@ -4,7 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool.h" /* POOL_ASAN */
 #include "util.h"
+#ifdef POOL_ASAN
+/* The sanitizer runtime's own count (sanitizer/allocator_interface.h, which GCC does not install). */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
 
 struct mem_line {
 	char name[64];
@@ -52,8 +57,13 @@ void mem_unit(struct mem_report *r, const char *unit, uint64_t count, uint64_t b
 
 uint64_t mem_heap_in_use(void)
 {
+#ifdef POOL_ASAN
+	/* Under AddressSanitizer malloc is its allocator, which glibc's mallinfo2 does not see (it read 0). */
+	return __sanitizer_get_current_allocated_bytes();
+#else
 	struct mallinfo2 mi = mallinfo2();
 	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+#endif
 }
 
 struct mem_report *mem_report_create(void)
