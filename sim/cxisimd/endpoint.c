@@ -30,6 +30,8 @@ void ct_add(struct dct *ct, bool failure, uint64_t n)
 		ssize_t r = write(ct->efd, &one, sizeof(one));
 		(void)r;
 	}
+	if (daemon_virtual(ct->o.c->d))
+		vclock_wake(ct->o.c, ct->o.id);
 }
 
 void ct_count(struct dct *ct, bool failure, uint64_t len)
@@ -58,6 +60,9 @@ static bool evq_put(struct dqueue *q, const void *data, uint16_t nslots)
 	memcpy(slot, data, (size_t)nslots * RING_SLOT);
 	((struct cxs_evt *)slot)->nslots = ns;
 	ring_publish(&q->ring, ns);
+	/* Virtual mode: the completion is visible from now on; threads waiting for it wake at now. */
+	if (daemon_virtual(q->o.c->d))
+		vclock_wake(q->o.c, q->o.id);
 	return true;
 }
 
@@ -150,6 +155,7 @@ static uint16_t comp_flags(uint64_t f)
 	if (f & FI_REMOTE_WRITE) r |= CXS_EF_REMOTE_WRITE;
 	if (f & FI_REMOTE_CQ_DATA) r |= CXS_EF_REMOTE_CQ_DATA;
 	if (f & FI_MULTI_RECV) r |= CXS_EF_MULTI_RECV;
+	if (f & FI_ATOMIC) r |= CXS_EF_ATOMIC;
 	return r;
 }
 
@@ -227,6 +233,7 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 		break;
 	case CXS_CMD_WRITE: ct = ep->cts[EPC_WRITE]; break;
 	case CXS_CMD_READ: ct = ep->cts[EPC_READ]; break;
+	case CXS_CMD_ATOMIC: ct = ep->cts[(c->flags & FI_READ) ? EPC_READ : EPC_WRITE]; break;
 	}
 	ct_count(ct, fail, c->len);
 	if (fail || (op->cflags & CXS_F_COMPLETION)) {
@@ -247,6 +254,7 @@ static void fail_cmd(struct dep *ep, const struct cxs_cmd *cmd, int err)
 	case CXS_CMD_RECV: c.flags = FI_RECV | ((cmd->flags & CXS_F_TAGGED) ? FI_TAGGED : FI_MSG); break;
 	case CXS_CMD_WRITE: c.flags = FI_RMA | FI_WRITE; break;
 	case CXS_CMD_READ: c.flags = FI_RMA | FI_READ; break;
+	case CXS_CMD_ATOMIC: c.flags = FI_ATOMIC | (cmd->addr ? FI_READ : FI_WRITE); break;
 	}
 	post_event(ep, cmd->op == CXS_CMD_RECV ? ep->rxq : ep->txq, cmd->context, &c);
 }
@@ -353,6 +361,28 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 			ep_op_free(op);
 		break;
 	}
+	case CXS_CMD_ATOMIC: {
+		struct cxs_amo a;
+		if (have < 2 * RING_SLOT) {
+			(*d->st_bad_cmds)++;
+			fail_cmd(ep, cmd, EINVAL);
+			return 0;
+		}
+		memcpy(&a, raw + RING_SLOT, sizeof(a));
+		struct sw_amo amo = { .op = a.op, .cswap = a.cswap, .type = a.type, .fetch = a.fetch != 0 };
+		memcpy(amo.operands, a.operands, sizeof(amo.operands));
+		/* A fetching atomic needs somewhere to put the previous value. */
+		if (amo.fetch && !cmd->addr) {
+			(*d->st_bad_cmds)++;
+			fail_cmd(ep, cmd, EINVAL);
+			return 0;
+		}
+		struct dop *op = ep_op_new(ep, cmd);
+		ret = sw_atomic(ep->sw, amo.fetch ? cmd->addr : 0, peer_addr(cmd), cmd->aux, cmd->tag, &amo, op);
+		if (ret)
+			ep_op_free(op);
+		break;
+	}
 	case CXS_CMD_CANCEL: {
 		/* Cancel the posted receive(s) with this context; unknown contexts are a no-op. */
 		for (struct dop *op = ep->ops; op; op = op->next)
@@ -399,27 +429,39 @@ static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
 	}
 }
 
-void ep_drain_cmdq(struct dep *ep)
+/* Execute the queued commands.  Realtime: all of them, stamped with the wall clock's virtual time.
+ * Virtual: those whose stamp the engine has reached (a command takes effect at its thread's virtual time;
+ * the later ones wait in the ring, in order); returns the stamp of the first one left, UINT64_MAX if none. */
+static simtime_t drain(struct dep *ep)
 {
 	if (!ep->cmdq)
-		return;
+		return UINT64_MAX;
+	struct daemon *d = ep->o.c->d;
+	bool virt = daemon_virtual(d);
+	simtime_t wall = virt ? 0 : clock_wall_vt(d);
 	unsigned char raw[MAX_CMD_BYTES];
 	for (;;) {
 		uint16_t ns;
 		enum ring_peek r = ring_peek(&ep->cmdq->ring, raw, sizeof(raw), &ns);
 		if (r == RING_EMPTY) {
-			if (ring_arm(&ep->cmdq->ring))
-				return;
+			if (ring_arm(&ep->cmdq->ring)) {
+				ep->backpressured = false;
+				return UINT64_MAX;
+			}
 			continue;
 		}
 		if (r == RING_CORRUPT) {
 			/* A process that corrupts its own queue loses its endpoint, nothing else. */
-			(*ep->o.c->d->st_bad_cmds)++;
+			(*d->st_bad_cmds)++;
 			on_fatal(ep, ep->sw, "corrupt command queue");
-			return;
+			return UINT64_MAX;
+		}
+		const struct cxs_cmd *cmd = (const void *)raw;
+		if (virt && cmd->vt > sim_now(d->sim)) {
+			ep->backpressured = false; /* the queue has caught up with its stamps */
+			return cmd->vt;
 		}
 		if (ep->fatal) {
-			const struct cxs_cmd *cmd = (const void *)raw;
 			if (cmd->op != CXS_CMD_CANCEL && cmd->op != CXS_CMD_NOOP)
 				fail_cmd(ep, cmd, FI_EIO);
 			ring_retire(&ep->cmdq->ring, ns);
@@ -427,11 +469,38 @@ void ep_drain_cmdq(struct dep *ep)
 		}
 		if (exec_cmd(ep, raw, ns) == -EAGAIN) {
 			/* Keep the command; the step timer retries it once the NIC has drained. */
-			ev_feed_event(ep->o.c->d->loop, &ep->cmdq->io, EV_READ);
-			return;
+			ep->backpressured = true;
+			if (!virt)
+				ev_feed_event(d->loop, &ep->cmdq->io, EV_READ);
+			return virt ? sim_now(d->sim) + d->emu->retry : UINT64_MAX;
+		}
+		/* Commands the NIC made wait (a full queue: the head refused, those behind it queued) are
+		 * back-pressure, not causality lag. */
+		if (!ep->backpressured && (virt ? cmd->vt : wall) < sim_now(d->sim)) {
+			clock_count_lag(d, virt ? cmd->vt : wall);
+			if (virt && !d->quiet)
+				fprintf(stderr, "cxisimd: client %u endpoint %u: command %u of thread slot %u stamped %llu ps, "
+					"%llu ps late (causality lag)\n", ep->o.c->id, ep->o.id, cmd->op, cmd->tslot,
+					(unsigned long long)cmd->vt, (unsigned long long)(sim_now(d->sim) - cmd->vt));
+			if (virt && !d->quiet && cmd->tslot < CXISIM_MAX_THREADS) {
+				struct pcb_thread *t = &ep->o.c->pcb->threads[cmd->tslot];
+				fprintf(stderr, "  thread slot state %u clock %llu stalled %u, horizon %llu\n",
+					atomic_load(&t->state), (unsigned long long)atomic_load(&t->vclock_ps),
+					atomic_load(&t->stalled), (unsigned long long)atomic_load(&ep->o.c->pcb->horizon_ps));
+			}
 		}
 		ring_retire(&ep->cmdq->ring, ns);
 	}
+}
+
+void ep_drain_cmdq(struct dep *ep)
+{
+	drain(ep);
+}
+
+simtime_t ep_drain_due(struct dep *ep)
+{
+	return drain(ep);
 }
 
 /* ---- open / close ---- */

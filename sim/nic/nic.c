@@ -43,6 +43,10 @@ static const struct param nic_params_table[] = {
 	  "assumed: the initiator's retry handler (cxi_rh, a host daemon reading PCT events) resends a NACKed packet; "
 	  "HPE shs-libcxi retry_handler: NACK-only chains are retried at once for their first 3 rounds, so this is "
 	  "the daemon's event latency plus the resend" },
+	{ "amo_unit_ns", "ns", 20, 0, 1e6,
+	  "assumed: the target AMO unit's occupancy per atomic (ALU and ordering check); AMOs of one NIC execute one "
+	  "at a time in arrival order, each also waiting for its host read (a PCIe round trip) before the unit "
+	  "applies it and writes the element back" },
 };
 
 enum {
@@ -65,6 +69,7 @@ enum {
 	P_EQ_MAX,
 	P_TRS,
 	P_RH_RETRY,
+	P_AMO_UNIT,
 };
 
 struct nic_world {
@@ -192,6 +197,8 @@ static const struct nic_ctr_table *ctr_table(void)
 		{ C_OFF(put_cmds), "C_CNTR_LPE_PUT_CMDS" },
 		{ C_OFF(rendezvous_put_cmds), "C_CNTR_LPE_RENDEZVOUS_PUT_CMDS" },
 		{ C_OFF(get_cmds), "C_CNTR_LPE_GET_CMDS" },
+		{ C_OFF(amo_cmds), "C_CNTR_LPE_AMO_CMDS" },
+		{ C_OFF(fetch_amo_cmds), "C_CNTR_LPE_FAMO_CMDS" },
 		{ C_OFF(events_enqueued), "C_CNTR_EE_EVENTS_ENQUEUED_CNTR_0" },
 		{ C_OFF(events_dropped_ordinary), "C_CNTR_EE_EVENTS_DROPPED_ORDINARY_CNTR_0" },
 		{ C_OFF(events_dropped_fc_sc), "C_CNTR_EE_EVENTS_DROPPED_FC_SC_CNTR_0" },
@@ -499,6 +506,7 @@ static void read_params(struct nic_world *w, const struct cfg *c)
 	p->eq_slots_max = (uint32_t)param_get_u64(c, &t[P_EQ_MAX]);
 	p->trs_entries = (uint32_t)param_get_u64(c, &t[P_TRS]);
 	p->rh_retry = (simtime_t)(param_get(c, &t[P_RH_RETRY]) * 1e6 + 0.5);
+	p->amo_unit = (simtime_t)(param_get(c, &t[P_AMO_UNIT]) * 1000.0 + 0.5);
 	if (p->le_pool_reserved > p->le_pool_max_alloc)
 		cfg_fail(c, "le_pool_reserved", "exceeds le_pool_max_alloc (%u)", p->le_pool_max_alloc);
 }
