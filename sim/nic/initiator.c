@@ -256,6 +256,8 @@ void nic_tx_submit(struct nic *nic, struct nic_work *w)
 	if (w->cmd.op == NIC_CMD_IDC_PUT && w->cmd.dma.length > 0)
 		cost += nic->p->idc_per_64b * ((w->cmd.dma.length + 63) / 64);
 	nic->tx_free = start + cost;
+	if (nic->active)
+		*nic->c.tx_busy_ps += cost;
 	sim_schedule_at(nic->sim, start + cost, tx_exec, w, 0);
 }
 

@@ -840,6 +840,8 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 		cost = lpe_pkt(nic, w->pkt);
 	} else
 		cost = lpe_tgt_cmd(nic, w);
+	if (nic->active)
+		*nic->c.pe_busy_ps[arg] += cost;
 	pool_put(&nic->rec->work, w);
 	sim_schedule(sim, cost, pe_run, nic, arg);
 }

@@ -160,6 +160,7 @@ static const struct nic_ctr_table *ctr_table(void)
 		{ C_OFF(rndzv_puts), "C_CNTR_LPE_RNDZV_PUTS" },
 		{ C_OFF(rndzv_puts_offloaded), "C_CNTR_LPE_RNDZV_PUTS_OFFLOADED" },
 		{ C_OFF(num_truncated), "C_CNTR_LPE_NUM_TRUNCATED" },
+		{ C_OFF(pe_busy_ps), "sim.pe_busy_ps" },
 	};
 	static const struct {
 		size_t off;
@@ -209,6 +210,7 @@ static const struct nic_ctr_table *ctr_table(void)
 		{ C_OFF(no_trs_nacks), "C_CNTR_PCT_NO_TRS_NACKS" },
 		{ C_OFF(rh_retries), "sim.rh_retries" },
 		{ C_OFF(trs_high_water), "sim.trs_high_water" },
+		{ C_OFF(tx_busy_ps), "sim.tx_busy_ps" },
 	};
 	for (size_t k = 0; k < ARRAY_SIZE(per_pe); k++)
 		for (unsigned pe = 0; pe < C_PE_COUNT; pe++)

@@ -232,6 +232,8 @@ struct nic_counters {
 	uint64_t *no_trs_nacks;         /* C_CNTR_PCT_NO_TRS_NACKS: requests refused, TRS full (target) */
 	uint64_t *rh_retries;           /* packets the retry handler resent after a NACK (initiator) */
 	uint64_t *trs_high_water;       /* most request states held at once (target) */
+	uint64_t *tx_busy_ps;           /* time the transmit engine spent on commands (tx_cmd per command) */
+	uint64_t *pe_busy_ps[C_PE_COUNT]; /* time each PE spent on network requests and target commands */
 	uint64_t *fc_transitions[8];    /* STATE_CHANGE by the NIC, per c_sc_reason */
 };
 

@@ -76,6 +76,49 @@ def test_same_seed_identical_outputs(run_scenario):
         assert filecmp.cmp(os.path.join(d1, name), os.path.join(d2, name), shallow=False), name
 
 
+BUSY = """\
+name: nic-busy
+seed: 1
+fabric:
+  topology: direct
+  endpoints: 2
+nic:
+  tx_cmd_ns: 40
+  idc_per_64b_ns: 0
+  match_base_ns: {{ match_base | default(40) }}
+  match_per_le_ns: 0
+  tgt_cmd_ns: 50
+nic_loadgen:
+  senders: [0]
+  receiver: 1
+  messages: 400
+  prepost: 64
+"""
+
+
+def telemetry(rundir):
+    with open(os.path.join(rundir, "telemetry.csv"), encoding="utf-8") as f:
+        return {r["name"]: int(r["value"]) for r in csv.DictReader(f)}
+
+
+def test_engine_busy_time_counters(run_scenario):
+    """sim.tx_busy_ps and sim.pe_busy_ps_<pe> add up the transmit engine's and each PE's service times, so a
+    run tells how close a NIC came to its command and request rates (docs/nic.md, "What limits a server
+    NIC")."""
+    for match_base in (40, 70):
+        rundir, _ = run_scenario(BUSY, sets={"match_base": match_base})
+        t = telemetry(rundir)
+        # 400 IDC Puts at tx_cmd each (the sender's only transmit commands)
+        assert t["nic.0.sim.tx_busy_ps"] == 400 * 40_000
+        assert "nic.1.sim.tx_busy_ps" not in t  # the receiver sent nothing (zero counters are not written)
+        for nic in (0, 1):
+            for pe in range(4):
+                puts = t.get(f"nic.{nic}.C_CNTR_LPE_NET_MATCH_REQUESTS_{pe}", 0)
+                cmds = sum(t.get(f"nic.{nic}.C_CNTR_LPE_{k}_CMDS_{pe}", 0) for k in ("APPEND", "SETSTATE"))
+                assert t.get(f"nic.{nic}.sim.pe_busy_ps_{pe}", 0) == puts * match_base * 1000 + cmds * 50_000, (nic, pe)
+        assert t["nic.1.C_CNTR_LPE_PUT_CMDS"] == 400
+
+
 def write(tmp_path, text):
     p = tmp_path / "bad.yaml.j2"
     p.write_text(text)
