@@ -30,6 +30,8 @@ static void send_now(struct sim *sim, void *obj, uint64_t arg)
 	struct nic_pkt *p = (struct nic_pkt *)(uintptr_t)arg;
 	(*nic->c.pkts_tx)++;
 	*nic->c.tx_bytes += p->msg.bytes;
+	if (p->type == PKT_PUT || p->type == PKT_GET)
+		nic_pct_sct_use(nic, p);
 	fabric_send(sim, nic->fabric, &p->msg);
 }
 

@@ -864,6 +864,12 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 		nic_initiator_rx(nic, p);
 		return;
 	}
+	/* A request arrives on a PCT connection (pct.c): with every TCT held by other connections the PCT refuses
+	 * it (C_RC_NO_TARGET_CONN) and the initiator's retry handler sends it again. */
+	if (!nic_pct_tct_use(nic, p)) {
+		nic_send_nack(nic, p);
+		return;
+	}
 	/* A request holds a target request state (TRS) until it is answered; with none left the PCT refuses
 	 * it and the initiator's retry handler sends it again. */
 	if (nic->trs_used >= nic->p->trs_entries) {
