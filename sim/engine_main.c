@@ -6,10 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "scenario.h"
+#include "util.h"
 
 static void usage(FILE *f)
 {
@@ -41,18 +40,10 @@ int main(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 's': so.shown_name = optarg; break;
 		case 'S': {
-			char *end;
-			errno = 0;
-			so.seed = strtoull(optarg, &end, 0);
-			if (errno == ERANGE && optarg[0] != '-') {
-				fprintf(stderr, "cxisim-engine: --seed %s: value out of range [0, %llu]\n", optarg,
-					(unsigned long long)UINT64_MAX);
+			unsigned long long seed;
+			if (opt_u64("cxisim-engine", "--seed", optarg, UINT64_MAX, &seed))
 				return 2;
-			}
-			if (errno || *end || !optarg[0] || optarg[0] == '-') {
-				fprintf(stderr, "cxisim-engine: --seed: '%s' is not a non-negative integer\n", optarg);
-				return 2;
-			}
+			so.seed = seed;
 			so.seed_override = true;
 			break;
 		}
@@ -67,12 +58,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Before the run, not after it: a missing or read-only --out is bad input (status 2), found at once. */
-	struct stat st;
-	int err = stat(out, &st) ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : access(out, W_OK) ? errno : 0;
-	if (err) {
-		fprintf(stderr, "cxisim-engine: --out %s: %s\n", out, strerror(err));
+	if (opt_out_dir("cxisim-engine", out))
 		return 2;
-	}
 	struct scenario *sc = scenario_load(config, &so);
 	sim_set_progress(sc->sim, !quiet);
 	scenario_run(sc);

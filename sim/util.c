@@ -1,9 +1,13 @@
 #include "util.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void oom(size_t n)
 {
@@ -50,4 +54,46 @@ void die(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	abort();
+}
+
+int opt_u64(const char *prog, const char *opt, const char *arg, unsigned long long max, unsigned long long *v)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(arg, &end, 0);
+	/* strtoull accepts "-1" as 2^64-1 and leading blanks: both are not what a user meant. */
+	if (!arg[0] || arg[0] == '-' || arg[0] == '+' || arg[0] == ' ' || *end || (errno && errno != ERANGE)) {
+		fprintf(stderr, "%s: %s: '%s' is not a non-negative integer\n", prog, opt, arg);
+		return -1;
+	}
+	if (errno == ERANGE || x > max) {
+		fprintf(stderr, "%s: %s %s: value out of range [0, %llu]\n", prog, opt, arg, max);
+		return -1;
+	}
+	*v = x;
+	return 0;
+}
+
+int opt_seconds(const char *prog, const char *opt, const char *arg, double max, double *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(arg, &end);
+	if (!arg[0] || *end || errno || !isfinite(x) || x < 0 || x > max) {
+		fprintf(stderr, "%s: %s: '%s' is not a number of seconds in [0, %g]\n", prog, opt, arg, max);
+		return -1;
+	}
+	*v = x;
+	return 0;
+}
+
+int opt_out_dir(const char *prog, const char *dir)
+{
+	struct stat st;
+	int err = stat(dir, &st) ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : access(dir, W_OK) ? errno : 0;
+	if (err) {
+		fprintf(stderr, "%s: --out %s: %s\n", prog, dir, strerror(err));
+		return -1;
+	}
+	return 0;
 }

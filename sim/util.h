@@ -11,6 +11,13 @@ char *xstrdup(const char *s);
 /* Internal invariant broken: print and abort (never used for user errors; those go through cfg_fail). */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+/* Command-line input of the programs (bad input: one line naming program, option and problem; the caller
+ * exits with status 2).  0 on success, -1 after the message. */
+int opt_u64(const char *prog, const char *opt, const char *arg, unsigned long long max, unsigned long long *v);
+int opt_seconds(const char *prog, const char *opt, const char *arg, double max, double *v);
+/* An output directory must exist and be writable before a run starts, not be found missing after it. */
+int opt_out_dir(const char *prog, const char *dir);
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

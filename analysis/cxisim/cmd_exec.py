@@ -9,6 +9,7 @@ import tempfile
 import time
 
 from . import REPO, InputError
+from . import inputs
 from . import scenario as scn
 
 HELP = "run a command over the simulated Slingshot fabric (e.g. fi_pingpong, mpirun)"
@@ -26,7 +27,8 @@ def add_arguments(p):
                         "(default: scenarios/emulation.yaml.j2)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="set a template variable or a dotted field (e.g. --set nodes=4); repeatable")
-    p.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the engine")
+    p.add_argument("--seed", default=None, metavar="N",
+                   help="random seed of the engine, 0 to 2^64-1 (default: the scenario's, else 1)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for the daemon's outputs at exit (created)")
     p.add_argument("--daemon-log", default=None, metavar="FILE",
@@ -68,13 +70,16 @@ def exec_env(sock, build):
 
 
 def main(args):
+    seed = inputs.seed_option(args.seed)
+    if args.out:
+        _make_out(args.out)
     build = _build_dir()
     daemon = os.path.join(build, "bin", "cxisimd")
     if not os.access(daemon, os.X_OK):
         raise RuntimeError(f"daemon binary {daemon} not found: run `make` first")
     sets = scn.parse_sets(args.sets)
     doc = scn.render(args.scenario, sets)
-    cfg = scn.resolved(doc, args.seed)
+    cfg = scn.resolved(doc, seed)
     tmp = tempfile.mkdtemp(prefix="cxisim-exec-")
     sock = os.path.join(tmp, "cxisimd.sock")
     proc = None
@@ -85,7 +90,6 @@ def main(args):
         cmd = [daemon, "--socket", sock, "--config", cfg_path, "--source", args.scenario,
                *getattr(args, "daemon_args", [])]
         if args.out:
-            os.makedirs(args.out, exist_ok=True)
             cmd += ["--out", args.out]
         verbose = bool(os.environ.get("CXISIM_VERBOSE"))
         log_path = args.daemon_log or os.path.join(tmp, "cxisimd.log")
@@ -117,6 +121,16 @@ def main(args):
         if proc and proc.poll() is None:
             _stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _make_out(out):
+    # Checked before the daemon starts: a bad --out is bad input, not a failure after the whole job ran.
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--out {out}: {e.strerror}")
+    if not os.access(out, os.W_OK):
+        raise InputError(f"--out {out}: not writable")
 
 
 def _stop(proc):

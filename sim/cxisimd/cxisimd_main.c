@@ -92,11 +92,21 @@ int main(int argc, char **argv)
 		case 'S': source = optarg; break;
 		case 'o': d.out_dir = optarg; break;
 		case 'p': d.private_mode = true; break;
-		case 'l': d.linger_s = atof(optarg); break;
+		case 'l':
+			if (opt_seconds("cxisimd", "--linger", optarg, 86400, &d.linger_s))
+				return 2;
+			break;
 		case 'q': d.quiet = true; break;
 		case 'C': capture = optarg; break;
-		case 'P': cap_payload = strtoull(optarg, NULL, 0); break;
-		case 'I': cap_image = strtoull(optarg, NULL, 0); break;
+		case 'P':
+		case 'I': {
+			unsigned long long v;
+			if (opt_u64("cxisimd", c == 'P' ? "--capture-max-payload" : "--capture-max-image", optarg,
+				    1ull << 40, &v))
+				return 2;
+			*(c == 'P' ? &cap_payload : &cap_image) = v;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -105,6 +115,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* Before the daemon serves anyone: a bad --out must not be found only when the job is over. */
+	if (d.out_dir && opt_out_dir("cxisimd", d.out_dir))
+		return 2;
 	/* A private daemon is double-forked by its starter and reparented: it has no owner.  Otherwise its
 	 * parent (`cxisim exec`) owns it and alone may ask it to stop over the socket. */
 	d.owner_pid = d.private_mode ? 0 : getppid();

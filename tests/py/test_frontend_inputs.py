@@ -340,3 +340,49 @@ def test_declaration_kinds():
         for v in values:
             with pytest.raises(ValueError):
                 decl[k].check(v)
+
+
+# ---- 11, 16 for `cxisim exec` and the daemon: the same seed rule, outputs checked before anything runs
+
+DAEMON = os.path.join(REPO, BUILD, "bin", "cxisimd")
+
+
+@pytest.mark.parametrize("seed", ["18446744073709551616", "1e23", "-1", "abc"])
+def test_exec_seed_rule(cxisim, tmp_path, seed):
+    proc = cxisim("exec", "--seed", seed, "--", "touch", "ran")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and f"--seed {seed}" in proc.stderr, \
+        proc.stderr
+    assert not (tmp_path / "ran").exists()  # refused before the daemon or the command started
+
+
+def test_exec_largest_seed(cxisim, tmp_path):
+    proc = cxisim("exec", "--seed", "18446744073709551615", "--out", "o", "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "o" / "metrics.json").read_text())["seed"] == 18446744073709551615
+
+
+def test_exec_out_checked_before_running(cxisim, tmp_path):
+    (tmp_path / "afile").write_text("")
+    proc = cxisim("exec", "--out", "afile/out", "--", "touch", "ran")
+    assert proc.returncode == 2 and "--out afile/out" in proc.stderr and len(proc.stderr.splitlines()) == 1, \
+        proc.stderr
+    assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--out", "missing/dir"], ["cxisimd: --out missing/dir", "No such file or directory"]),
+    (["--out", "afile"], ["cxisimd: --out afile", "Not a directory"]),
+    (["--linger", "abc"], ["--linger", "'abc' is not a number of seconds"]),
+    (["--linger", "nan"], ["--linger", "'nan' is not a number of seconds"]),
+    (["--capture-max-payload", "-1"], ["--capture-max-payload", "not a non-negative integer"]),
+    (["--capture-max-image", "99999999999999999999"], ["--capture-max-image", "out of range"]),
+])
+def test_daemon_options_checked_before_serving(tmp_path, args, needles):
+    (tmp_path / "afile").write_text("")
+    sock = tmp_path / "d.sock"
+    p = subprocess.run([DAEMON, "--socket", str(sock), *args], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    for n in needles:
+        assert n in p.stderr, p.stderr
+    assert not sock.exists()  # it never listened

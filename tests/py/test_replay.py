@@ -186,3 +186,17 @@ def test_sweep_runs_the_real_server_per_point_and_plots_next_to_the_model(cap, t
            check=True)
     svg = (tmp_path / "fig" / "rpc-rate.svg").read_text()
     assert "replay-rpc-rate: real server, multi_recv=0" in svg and "fig5-rpc-rate" in svg
+
+
+@pytest.mark.parametrize("clients", [104, 1024, 6656, 53248, 104832])
+def test_no_replay_client_at_nic_address_zero(clients):
+    """No Slingshot NIC has address 0, and Mercury's na_ofi takes a cxi source address of 0 for none (its
+    address key 0): a replay client there made hg_perf_server fail with NA_PROTONOSUPPORT.  The template
+    starts the clients at the first group's second node, and every node stays inside its group."""
+    from cxisim import scenario as scn
+    doc = scn.render(SCENARIO, {"capture": "x.cxcap", "clients": clients})
+    rp = doc["replay"]
+    nodes = (clients + 103) // 104
+    per_group = -(-nodes // rp["spread_groups"])
+    assert rp["first_nic"] == 8
+    assert rp["first_nic"] + 8 * (per_group - 1) + 7 < 512
