@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "scenario.h"
 #include "util.h"
@@ -21,6 +22,37 @@ static void usage(FILE *f)
 	      "  --quiet         no progress line on stderr\n"
 	      "  --params        print every model's parameter table (markdown) and exit\n",
 	      f);
+}
+
+
+/* Transparent huge pages for the heap.  A large run's state (a million endpoints, their NIC records and
+ * queues) is gigabytes touched at random, one event at a time: with 4 KiB pages nearly every record an
+ * event reaches also misses the TLB.  Where the kernel gives huge pages only on request (THP "madvise"),
+ * glibc's malloc asks for them under the tunable glibc.malloc.hugetlb=1, which it reads at startup only;
+ * so the engine starts itself again once with it set.  Results do not depend on it (same outputs); wall
+ * time does (Aurora-size runs: about 25% fewer wall seconds per event).  CXISIM_THP=0 turns it off (e.g.
+ * under valgrind, which the new image would leave). */
+static void exec_with_huge_pages(char **argv)
+{
+	const char *off = getenv("CXISIM_THP"), *t = getenv("GLIBC_TUNABLES");
+	if ((off && !strcmp(off, "0")) || (t && strstr(t, "glibc.malloc.hugetlb")))
+		return;
+	char mode[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (!f)
+		return;
+	size_t n = fread(mode, 1, sizeof(mode) - 1, f);
+	fclose(f);
+	mode[n] = 0;
+	if (!strstr(mode, "[madvise]"))
+		return; /* "always": every heap page may be huge already; "never": nothing to ask for */
+	char val[1024];
+	if (snprintf(val, sizeof(val), "%s%sglibc.malloc.hugetlb=1", t ? t : "", t ? ":" : "") >= (int)sizeof(val))
+		return;
+	if (setenv("GLIBC_TUNABLES", val, 1))
+		return;
+	execv("/proc/self/exe", argv);
+	/* Not restarted (no /proc): run as is, with the tunable left set for nothing. */
 }
 
 int main(int argc, char **argv)
@@ -60,6 +92,7 @@ int main(int argc, char **argv)
 	/* Before the run, not after it: a missing or read-only --out is bad input (status 2), found at once. */
 	if (opt_out_dir("cxisim-engine", out))
 		return 2;
+	exec_with_huge_pages(argv);
 	struct scenario *sc = scenario_load(config, &so);
 	sim_set_progress(sc->sim, !quiet);
 	scenario_run(sc);

@@ -52,8 +52,13 @@ void mem_unit(struct mem_report *r, const char *unit, uint64_t count, uint64_t b
 
 uint64_t mem_heap_in_use(void)
 {
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan's allocator replaces glibc's: mallinfo2 reports 0, which would read as "nothing in use". */
+	return MEM_HEAP_UNKNOWN;
+#else
 	struct mallinfo2 mi = mallinfo2();
 	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+#endif
 }
 
 struct mem_report *mem_report_create(void)
@@ -95,8 +100,11 @@ void mem_report_json(const struct mem_report *r, FILE *f)
 	uint64_t total = 0;
 	for (size_t i = 0; i < r->kinds.n; i++)
 		total += r->kinds.v[i].bytes;
-	fprintf(f, "{\"heap_in_use_bytes\": %llu, \"accounted_bytes\": %llu, \"kinds\": {",
-		(unsigned long long)r->heap, (unsigned long long)total);
+	if (r->heap == MEM_HEAP_UNKNOWN)
+		fputs("{\"heap_in_use_bytes\": null", f);
+	else
+		fprintf(f, "{\"heap_in_use_bytes\": %llu", (unsigned long long)r->heap);
+	fprintf(f, ", \"accounted_bytes\": %llu, \"kinds\": {", (unsigned long long)total);
 	put_table(&r->kinds, f, 0);
 	fputs("}, \"per_object\": {", f);
 	put_table(&r->units, f, 1);

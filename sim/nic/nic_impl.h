@@ -322,14 +322,15 @@ struct nic_pkt {
 enum nic_op_kind { OP_PUT = 1, OP_GET, OP_HW_RDZV_GET };
 
 struct nic_op {
+	/* One per message in flight (4.4 million in the whole-machine scenario): no holes. */
 	uint8_t kind;
 	uint8_t cmd_op;
+	uint8_t rendezvous_id;
 	uint32_t flags;
 	struct nic_lni *lni;
 	uint32_t eqn, ctn;
 	uint64_t user_ptr, local_addr, match_bits;
 	uint32_t length;
-	uint8_t rendezvous_id;
 	/* OP_HW_RDZV_GET: the target-side LE the data goes to, and the event to complete with. */
 	uint32_t ptn;
 	uint64_t dst_addr;
@@ -346,10 +347,10 @@ enum nic_work_kind { WORK_PKT = 1, WORK_TGT_CMD };
 
 struct nic_work {
 	uint8_t kind;
+	uint32_t q_eqn;           /* the command queue's EQ */
 	struct nic *nic;
 	struct nic_pkt *pkt;
 	struct nic_lni *lni;      /* issuing LNI (commands) */
-	uint32_t q_eqn;           /* the command queue's EQ */
 	uint8_t *idc;             /* IDC payload copied at emit */
 	struct nic_cmd cmd;
 };

@@ -271,8 +271,10 @@ struct sw_req *sw_req_new(struct sw_ep *ep, uint8_t kind)
 
 void sw_req_free(struct sw_ep *ep, struct sw_req *r)
 {
-	sim_timer_cancel(ep->sim, &r->rnr_timer);
-	nic_payload_free(r->inject);
+	if (sw_req_is_tx(r)) { /* the other kinds' bytes there are a receive's fields */
+		sim_timer_cancel(ep->sim, &r->rnr_timer);
+		nic_payload_free(r->inject);
+	}
 	pool_put(ep->reqs, r);
 }
 

@@ -126,41 +126,59 @@ struct sw_rmsg {
 };
 
 struct sw_req {
+	/* A million client processes hold eight of these each: fields are packed without holes, and what only
+	 * a receive (or peek) uses shares its bytes with what only a send (or RMA) uses (176 bytes, not 256). */
 	struct sw_obj obj;
+	uint8_t rc;
+	uint16_t id;              /* receives: the LE's buffer_id, unique among the endpoint's live LEs */
+	uint32_t match_id;
+	bool tagged, multi, hw_offloaded, canceled, retired;
+	bool unlink_pending;      /* the cancel's UNLINK command has not come back yet */
+	bool cancel_unlinked;     /* the cancel took the LE off the list: the last completion is FI_ECANCELED */
+	bool done;                /* the final completion has been reported */
 	struct sw_ep *ep;
 	struct sw_req *next, *prev;
 	struct sw_req_list *on;   /* the list it is queued on, if any */
 	void *context;
 	uint64_t flags;
-	uint16_t id;              /* receives: the LE's buffer_id, unique among the endpoint's live LEs */
-	/* receive */
-	uint64_t buf, ulen, start_offset;
-	uint64_t match_bits, ignore_bits;
-	uint32_t match_id;
-	uint32_t min_free;        /* multi-recv: FI_OPT_MIN_MULTI_RECV when the buffer was posted */
-	bool tagged, multi, hw_offloaded, canceled, retired;
-	bool unlink_pending;      /* the cancel's UNLINK command has not come back yet */
-	bool cancel_unlinked;     /* the cancel took the LE off the list: the last completion is FI_ECANCELED */
-	bool done;                /* the final completion has been reported */
-	uint64_t mrecv_bytes;     /* multi-recv: buffer bytes of the messages reported so far */
-	uint64_t unlink_end;      /* multi-recv: buffer offset where it stopped taking messages (UINT64_MAX:
-				   * still taking them); every message below it must be reported first */
-	uint64_t claim_key;       /* peek: FI_CLAIM key */
-	uint32_t children;        /* rendezvous messages in flight into this (multi-)receive */
-	struct sw_rmsg *rmsgs;
-	/* send and RMA (buf: the local buffer) */
-	uint64_t len, tag, data;
+	uint64_t buf;             /* receive: the buffer; send and RMA: the local buffer */
+	uint64_t match_bits;
+	uint64_t len, tag;        /* send and RMA; tag also for peeks */
+	simtime_t max_rnr_time;   /* RNR: sends' deadline, receives' append retry deadline */
 	struct sw_addr dst;
-	uint8_t proto;            /* SW_SEND_* */
-	uint8_t rdzv_events;
-	uint8_t rc;
-	uint32_t rdzv_id;
-	struct sw_fc_peer *fc_peer;
-	uint32_t retries;
-	simtime_t max_rnr_time, retry_time;
-	sim_timer rnr_timer;
-	uint8_t *inject;          /* IDC sends with real data: a copy of it (nic_payload_alloc), for replays */
+	union {
+		struct { /* receive and peek (SWK_RECV, SWK_PEEK) */
+			uint64_t ulen, start_offset;
+			uint64_t ignore_bits;
+			uint64_t mrecv_bytes;  /* multi-recv: buffer bytes of the messages reported so far */
+			uint64_t unlink_end;   /* multi-recv: buffer offset where it stopped taking messages
+						* (UINT64_MAX: still taking them); every message below it must be
+						* reported first */
+			uint64_t claim_key;    /* peek: FI_CLAIM key */
+			struct sw_rmsg *rmsgs;
+			uint32_t children;     /* rendezvous messages in flight into this (multi-)receive */
+			uint32_t min_free;     /* multi-recv: FI_OPT_MIN_MULTI_RECV when the buffer was posted */
+		};
+		struct { /* send and RMA (SWK_SEND, SWK_RMA) */
+			uint64_t data;
+			struct sw_fc_peer *fc_peer;
+			simtime_t retry_time;
+			uint8_t *inject;       /* IDC sends with real data: a copy of it (nic_payload_alloc), for
+						* replays */
+			sim_timer rnr_timer;
+			uint32_t retries;
+			uint32_t rdzv_id;
+			uint8_t proto;         /* SW_SEND_* */
+			uint8_t rdzv_events;
+		};
+	};
 };
+_Static_assert(sizeof(struct sw_req) <= 176, "sw_req grew: a million client processes hold eight each");
+
+static inline bool sw_req_is_tx(const struct sw_req *r)
+{
+	return r->obj.kind == SWK_SEND || r->obj.kind == SWK_RMA;
+}
 
 enum { SW_SEND_IDC = 1, SW_SEND_EAGER, SW_SEND_RDZV };
 

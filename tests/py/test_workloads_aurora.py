@@ -32,8 +32,12 @@ def test_reduced_aurora_full_every_request_answered_once(run_scenario, strategy)
     assert kinds["rpc_client.process"]["count"] == c["processes"]
     assert kinds["sw.endpoint"]["count"] == c["processes"] + s["endpoints"]
     assert mem["accounted_bytes"] == sum(v["bytes"] for v in kinds.values())
-    # The hooks claim nearly all the heap, and never more than it holds.
-    assert 0.9 * mem["heap_in_use_bytes"] <= mem["accounted_bytes"] <= mem["heap_in_use_bytes"]
+    # The hooks claim nearly all the heap, and never more than it holds.  ASan's allocator does not report
+    # through mallinfo2: the heap is then null (unknown), never a 0 that reads as "nothing in use".
+    if os.environ.get("CXISIM_BUILD", "build") == "build-san":
+        assert mem["heap_in_use_bytes"] is None
+    else:
+        assert 0.9 * mem["heap_in_use_bytes"] <= mem["accounted_bytes"] <= mem["heap_in_use_bytes"]
     assert units["client_process"]["count"] == c["processes"]
     assert 2000 < units["client_process"]["bytes_each"] < 16000
     for u in ("nic", "idle_nic", "switch", "pending_event", "server_endpoint"):
