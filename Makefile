@@ -39,7 +39,7 @@ CHECK_TARGETS :=
 
 DEB_PKGS := gcc make pkg-config libfabric-dev libfabric-bin libev-dev libjson-c-dev libsimgrid-dev \
 	python3 python3-pytest python3-jinja2 python3-yaml python3-matplotlib \
-	openmpi-bin libopenmpi-dev libcriterion-dev netpipe-openmpi slurm-wlm munge
+	openmpi-bin libopenmpi-dev python3-mpi4py libcriterion-dev netpipe-openmpi slurm-wlm munge
 
 .PHONY: all deps build-all test unit pytest bench bench-run demo clean
 

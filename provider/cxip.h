@@ -68,8 +68,8 @@
 #define CXIP_DEFAULT_SVC_ID 1
 
 #define CXIP_EP_PRI_CAPS                                                                                   \
-	(FI_RMA | FI_TAGGED | FI_RECV | FI_SEND | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |     \
-	 FI_DIRECTED_RECV | FI_MSG)
+	(FI_RMA | FI_ATOMIC | FI_TAGGED | FI_RECV | FI_SEND | FI_READ | FI_WRITE | FI_REMOTE_READ |           \
+	 FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_MSG)
 #define CXIP_EP_SEC_CAPS                                                                                   \
 	(FI_SOURCE | FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_MULTI_RECV | FI_FENCE)
 #define CXIP_EP_CAPS (CXIP_EP_PRI_CAPS | CXIP_EP_SEC_CAPS)
@@ -413,6 +413,8 @@ extern struct fi_ops_msg cxip_msg_ops;
 extern struct fi_ops_tagged cxip_tagged_ops;
 extern struct fi_ops_rma cxip_rma_ops;
 extern struct fi_ops_atomic cxip_atomic_ops;
+/* fi_query_atomic (atomic.c): count and size of a valid (datatype, op) pair; -FI_EOPNOTSUPP otherwise. */
+int cxip_query_atomic(enum fi_datatype dt, enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags);
 extern struct fi_ops_collective cxip_collective_ops;
 ssize_t cxip_ep_cancel(struct fid *fid, void *context);
 /* Emit one command (header + optional inline payload) on the endpoint's queue.  -FI_EAGAIN when full. */

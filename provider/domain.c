@@ -231,11 +231,7 @@ static int dom_query_atomic(struct fid_domain *domain, enum fi_datatype datatype
 			    struct fi_atomic_attr *attr, uint64_t flags)
 {
 	(void)domain;
-	(void)datatype;
-	(void)op;
-	(void)attr;
-	(void)flags;
-	return -FI_EOPNOTSUPP;
+	return cxip_query_atomic(datatype, op, attr, flags);
 }
 
 static int dom_no_open(void)

@@ -21,6 +21,7 @@ enum cxs_cmd_op {
 	CXS_CMD_READ,       /* RMA read */
 	CXS_CMD_CANCEL,     /* cancel a posted receive by context */
 	CXS_CMD_NOOP,
+	CXS_CMD_ATOMIC,     /* atomic on one element (struct cxs_amo in slot 1) */
 	CXS_CMD_MAX
 };
 
@@ -58,6 +59,16 @@ struct cxs_cmd {
 };
 _Static_assert(sizeof(struct cxs_cmd) == 64, "a command header is one 64-B slot");
 
+/* Second slot of CXS_CMD_ATOMIC (the first has addr = result buffer or 0, len = element size, tag = remote
+ * key, aux = remote address): the NIC's AMO operation, comparison and type codes (sim/nic/cassini.h), and the
+ * operands, as an IDC AMO command carries them. */
+struct cxs_amo {
+	uint8_t op, cswap, type, fetch;
+	uint8_t pad[28];
+	uint8_t operands[32]; /* op1 (16 bytes) then op2 (16 bytes) */
+};
+_Static_assert(sizeof(struct cxs_amo) == 64, "the AMO operands are one 64-B slot");
+
 /* Second slot of a send with both CQ data and tagged recv... not needed: sends use aux for data and tag
  * for the tag.  RMA writedata carries its CQ data in the first 8 bytes of the payload area instead. */
 
@@ -83,6 +94,7 @@ enum cxs_evt_flags {
 	CXS_EF_SOURCE = 1u << 11,      /* src (nic, pid, vni) is valid */
 	CXS_EF_TRUNC = 1u << 12,
 	CXS_EF_CLAIM = 1u << 13,       /* peeked message was claimed: context now owns it */
+	CXS_EF_ATOMIC = 1u << 14,
 };
 
 struct cxs_evt {

@@ -150,6 +150,7 @@ static uint16_t comp_flags(uint64_t f)
 	if (f & FI_REMOTE_WRITE) r |= CXS_EF_REMOTE_WRITE;
 	if (f & FI_REMOTE_CQ_DATA) r |= CXS_EF_REMOTE_CQ_DATA;
 	if (f & FI_MULTI_RECV) r |= CXS_EF_MULTI_RECV;
+	if (f & FI_ATOMIC) r |= CXS_EF_ATOMIC;
 	return r;
 }
 
@@ -227,6 +228,7 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 		break;
 	case CXS_CMD_WRITE: ct = ep->cts[EPC_WRITE]; break;
 	case CXS_CMD_READ: ct = ep->cts[EPC_READ]; break;
+	case CXS_CMD_ATOMIC: ct = ep->cts[(c->flags & FI_READ) ? EPC_READ : EPC_WRITE]; break;
 	}
 	ct_count(ct, fail, c->len);
 	if (fail || (op->cflags & CXS_F_COMPLETION)) {
@@ -247,6 +249,7 @@ static void fail_cmd(struct dep *ep, const struct cxs_cmd *cmd, int err)
 	case CXS_CMD_RECV: c.flags = FI_RECV | ((cmd->flags & CXS_F_TAGGED) ? FI_TAGGED : FI_MSG); break;
 	case CXS_CMD_WRITE: c.flags = FI_RMA | FI_WRITE; break;
 	case CXS_CMD_READ: c.flags = FI_RMA | FI_READ; break;
+	case CXS_CMD_ATOMIC: c.flags = FI_ATOMIC | (cmd->addr ? FI_READ : FI_WRITE); break;
 	}
 	post_event(ep, cmd->op == CXS_CMD_RECV ? ep->rxq : ep->txq, cmd->context, &c);
 }
@@ -349,6 +352,28 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 			ret = sw_write(ep->sw, buf, cmd->len, peer_addr(cmd), cmd->aux, cmd->tag, data, flags, op);
 		else
 			ret = sw_read(ep->sw, buf, cmd->len, peer_addr(cmd), cmd->aux, cmd->tag, flags, op);
+		if (ret)
+			ep_op_free(op);
+		break;
+	}
+	case CXS_CMD_ATOMIC: {
+		struct cxs_amo a;
+		if (have < 2 * RING_SLOT) {
+			(*d->st_bad_cmds)++;
+			fail_cmd(ep, cmd, EINVAL);
+			return 0;
+		}
+		memcpy(&a, raw + RING_SLOT, sizeof(a));
+		struct sw_amo amo = { .op = a.op, .cswap = a.cswap, .type = a.type, .fetch = a.fetch != 0 };
+		memcpy(amo.operands, a.operands, sizeof(amo.operands));
+		/* A fetching atomic needs somewhere to put the previous value. */
+		if (amo.fetch && !cmd->addr) {
+			(*d->st_bad_cmds)++;
+			fail_cmd(ep, cmd, EINVAL);
+			return 0;
+		}
+		struct dop *op = ep_op_new(ep, cmd);
+		ret = sw_atomic(ep->sw, amo.fetch ? cmd->addr : 0, peer_addr(cmd), cmd->aux, cmd->tag, &amo, op);
 		if (ret)
 			ep_op_free(op);
 		break;

@@ -124,6 +124,53 @@ enum c_return_code {
 #define C_LE_OP_PUT (1u << 14)
 #define C_LE_RESTART_SEQ (1u << 15)
 
+/* AMO operations, comparisons of C_AMO_OP_CSWAP, and operand types (Cassini's names; upstream prov/cxi
+ * maps libfabric's fi_op/fi_datatype onto them, cxip_atomic.c).  An AMO acts on one element of the type. */
+enum c_atomic_op {
+	C_AMO_OP_MIN = 0,
+	C_AMO_OP_MAX = 1,
+	C_AMO_OP_SUM = 2,
+	C_AMO_OP_LOR = 4,
+	C_AMO_OP_LAND = 5,
+	C_AMO_OP_BOR = 6,
+	C_AMO_OP_BAND = 7,
+	C_AMO_OP_LXOR = 8,
+	C_AMO_OP_BXOR = 9,
+	C_AMO_OP_SWAP = 10,
+	C_AMO_OP_CSWAP = 11,
+	C_AMO_OP_AXOR = 12, /* target = (target & ~op2) ^ op1: libfabric FI_MSWAP with op1 = buf & mask, op2 = mask */
+	C_AMO_OP_LAST,
+};
+
+enum c_cswap_op { /* target = op1 if (op2 <cmp> target), the comparison libfabric's FI_CSWAP_* define */
+	C_AMO_OP_CSWAP_EQ = 0,
+	C_AMO_OP_CSWAP_NE = 1,
+	C_AMO_OP_CSWAP_LE = 2,
+	C_AMO_OP_CSWAP_LT = 3,
+	C_AMO_OP_CSWAP_GE = 4,
+	C_AMO_OP_CSWAP_GT = 5,
+	C_AMO_OP_CSWAP_LAST,
+};
+
+enum c_atomic_type {
+	C_AMO_TYPE_INT8_T = 0,
+	C_AMO_TYPE_UINT8_T,
+	C_AMO_TYPE_INT16_T,
+	C_AMO_TYPE_UINT16_T,
+	C_AMO_TYPE_INT32_T,
+	C_AMO_TYPE_UINT32_T,
+	C_AMO_TYPE_INT64_T,
+	C_AMO_TYPE_UINT64_T,
+	C_AMO_TYPE_FLOAT_T,
+	C_AMO_TYPE_FLOAT_COMPLEX_T,
+	C_AMO_TYPE_DOUBLE_T,
+	C_AMO_TYPE_DOUBLE_COMPLEX_T,
+	C_AMO_TYPE_UINT128_T,
+	C_AMO_TYPE_LAST,
+};
+
+#define C_AMO_OPERAND_BYTES 16 /* each of op1 and op2 (the largest type: double complex, 128-bit) */
+
 const char *c_event_type_name(unsigned t);
 const char *c_rc_name(unsigned rc);
 const char *c_ptlte_state_name(unsigned s);

@@ -193,6 +193,13 @@ static int cmd_validate(const struct nic_cmdq *q, const struct nic_cmd *c, uint3
 	case NIC_CMD_RENDEZVOUS_PUT:
 	case NIC_CMD_GET:
 		break;
+	case NIC_CMD_AMO:
+		/* One element; op1 and op2 travel in the command (an IDC AMO's second slot). */
+		if (!nic_amo_valid(c->dma.amo_op, c->dma.amo_cswap, c->dma.amo_type) ||
+		    c->dma.length != nic_amo_type_size(c->dma.amo_type))
+			return -EINVAL;
+		*nslots = 2;
+		break;
 	case NIC_CMD_CT_SET:
 	case NIC_CMD_CT_INC:
 		break;
@@ -254,6 +261,13 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 		if (c->op == NIC_CMD_IDC_PUT && c->dma.idc_data && c->dma.length) {
 			w->idc = nic_payload_alloc(c->dma.length);
 			memcpy(w->idc, c->dma.idc_data, c->dma.length);
+		}
+		if (c->op == NIC_CMD_AMO) {
+			w->idc = nic_payload_alloc(2 * C_AMO_OPERAND_BYTES);
+			if (c->dma.idc_data)
+				memcpy(w->idc, c->dma.idc_data, 2 * C_AMO_OPERAND_BYTES);
+			else
+				memset(w->idc, 0, 2 * C_AMO_OPERAND_BYTES);
 		}
 		w->kind = q->target ? WORK_TGT_CMD : 0;
 		r->w = w;

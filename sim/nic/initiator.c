@@ -30,7 +30,7 @@ static void send_now(struct sim *sim, void *obj, uint64_t arg)
 	struct nic_pkt *p = (struct nic_pkt *)(uintptr_t)arg;
 	(*nic->c.pkts_tx)++;
 	*nic->c.tx_bytes += p->msg.bytes;
-	if (p->type == PKT_PUT || p->type == PKT_GET)
+	if (p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO)
 		nic_pct_sct_use(nic, p);
 	fabric_send(sim, nic->fabric, &p->msg);
 }
@@ -131,7 +131,8 @@ static struct nic_op *op_new(struct nic *nic, struct nic_work *w)
 	const struct nic_dma_cmd *d = &w->cmd.dma;
 	struct nic_op *op = pool_get(&nic->rec->op);
 	memset(op, 0, sizeof(*op));
-	op->kind = w->cmd.op == NIC_CMD_GET ? OP_GET : OP_PUT;
+	/* A fetching AMO completes like a Get (REPLY with data), a plain one like a Put (ACK). */
+	op->kind = w->cmd.op == NIC_CMD_GET || (w->cmd.op == NIC_CMD_AMO && w->cmd.dma.amo_fetch) ? OP_GET : OP_PUT;
 	op->cmd_op = w->cmd.op;
 	op->flags = d->flags;
 	op->lni = w->lni;
@@ -231,12 +232,35 @@ static void tx_get(struct nic *nic, struct nic_work *w)
 	nic_send_pkt(nic, p, tx_in_order(nic, 0));
 }
 
+/* An AMO carries its operands to the target, whose AMO unit applies it (lpe.c); the operands are in the
+ * command, so there is no host read and no SEND event. */
+static void tx_amo(struct nic *nic, struct nic_work *w)
+{
+	const struct nic_dma_cmd *d = &w->cmd.dma;
+	struct nic_op *op = op_new(nic, w);
+	struct nic_pkt *p = pkt_from_cmd(nic, d, PKT_AMO);
+	p->op = op;
+	p->msg.flags = FABRIC_ORDERED;
+	p->amo_op = d->amo_op;
+	p->amo_cswap = d->amo_cswap;
+	p->amo_type = d->amo_type;
+	p->amo_fetch = d->amo_fetch;
+	p->payload = w->idc;
+	w->idc = NULL;
+	p->payload_len = 2 * C_AMO_OPERAND_BYTES;
+	/* On the wire: the element, and the comparand of a compare-and-swap. */
+	p->msg.bytes = d->amo_op == C_AMO_OP_CSWAP || d->amo_op == C_AMO_OP_AXOR ? 2 * d->length : d->length;
+	nic_send_pkt(nic, p, tx_in_order(nic, 0));
+}
+
 /* Transmit-engine time of one command. */
 static simtime_t tx_cost(const struct nic *nic, const struct nic_work *w)
 {
 	simtime_t cost = nic->p->tx_cmd;
 	if (w->cmd.op == NIC_CMD_IDC_PUT && w->cmd.dma.length > 0)
 		cost += nic->p->idc_per_64b * ((w->cmd.dma.length + 63) / 64);
+	if (w->cmd.op == NIC_CMD_AMO)
+		cost += nic->p->idc_per_64b; /* the operand slot */
 	return cost;
 }
 
@@ -254,6 +278,7 @@ static void tx_exec(struct sim *sim, void *obj, uint64_t arg)
 	case NIC_CMD_IDC_PUT:
 	case NIC_CMD_RENDEZVOUS_PUT: tx_put(nic, w); break;
 	case NIC_CMD_GET: tx_get(nic, w); break;
+	case NIC_CMD_AMO: tx_amo(nic, w); break;
 	case NIC_CMD_CT_SET: nic_ct_set(nic, w->cmd.ct.ctn, w->cmd.ct.success, w->cmd.ct.failure); break;
 	case NIC_CMD_CT_INC: nic_ct_add(nic, w->cmd.ct.ctn, w->cmd.ct.success, w->cmd.ct.failure); break;
 	default: break;

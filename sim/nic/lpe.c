@@ -551,6 +551,128 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	return cost;
 }
 
+
+/* ---------------------------------------------------------------- network AMO */
+
+/* An atomic: matched like a Put (a fetching one like a Get: upstream addresses it to the MR's read index),
+ * then applied by the NIC's AMO unit.  The unit takes one atomic at a time in arrival order (amo_unit_ns
+ * each), after the element's host read (a PCIe round trip); the element is written back and the previous
+ * value returned in the reply.  The read-modify-write happens here, at one instant of simulated time, so
+ * concurrent atomics on one element from any number of initiators give the serialised result. */
+static simtime_t lpe_amo(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p)
+{
+	const struct nic_params *np = nic->p;
+	simtime_t cost = np->match_base;
+	bool fetch = p->amo_fetch;
+	uint8_t ev_type = fetch ? C_EVENT_FETCH_ATOMIC : C_EVENT_ATOMIC;
+	(*(fetch ? nic->c.fetch_amo_cmds : nic->c.amo_cmds))++;
+	(*nic->c.net_match_requests[pte->pe])++;
+	uint32_t len = nic_amo_type_size(p->amo_type);
+	uint8_t rc = C_RC_OK;
+	struct nic_le *le = NULL;
+	uint64_t walked = 0;
+	uint32_t need = fetch ? C_LE_OP_GET : C_LE_OP_PUT;
+	if (pte->state != C_PTLTE_ENABLED && pte->state != C_PTLTE_SOFTWARE_MANAGED) {
+		rc = C_RC_PT_DISABLED;
+	} else if (!pte->opts.is_matching) {
+		for (le = pte->lists[C_PTL_LIST_PRIORITY].head; le && !(le->flags & need); le = le->next)
+			walked++;
+	} else {
+		le = search_list(&pte->lists[C_PTL_LIST_PRIORITY], p->match_bits, p->initiator, need, 0, &walked);
+	}
+	cost += walked * np->match_per_le;
+	*nic->c.les_searched += walked;
+	if (rc == C_RC_OK && !le)
+		rc = C_RC_ENTRY_NOT_FOUND;
+	uint64_t offset = le && (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : p->remote_offset;
+	if (rc == C_RC_OK && le_out_of_bounds(le, offset, len)) {
+		struct nic_le hdr;
+		hdr_from_pkt(&hdr, p);
+		hdr.rlength = len;
+		le_bounds_fail(nic, pte, le, &hdr, ev_type, cost);
+		rc = C_RC_ADDR_OUT_OF_RANGE;
+		le = NULL;
+	}
+	uint8_t old[C_AMO_OPERAND_BYTES] = { 0 };
+	simtime_t done = cost;
+	if (le) {
+		(*nic->c.net_match_priority[pte->pe])++;
+		(*nic->c.net_match_success[pte->pe])++;
+		/* The AMO unit: in arrival order, one at a time, after the element's host read. */
+		simtime_t now = sim_now(nic->sim);
+		simtime_t start = now + cost + 2 * np->pcie_latency;
+		if (start < nic->amo_free)
+			start = nic->amo_free;
+		nic->amo_free = start + np->amo_unit;
+		done = nic->amo_free - now;
+		uint64_t addr = le->start + offset;
+		if (pte->lni->mem && p->payload) {
+			uint8_t elem[C_AMO_OPERAND_BYTES];
+			if (nic_mem_read(pte->lni, addr, elem, len) != 0) {
+				rc = C_RC_PERM_VIOLATION;
+			} else {
+				memcpy(old, elem, len);
+				nic_amo_apply(p->amo_op, p->amo_cswap, p->amo_type, elem, p->payload,
+					      p->payload + C_AMO_OPERAND_BYTES);
+				if (nic_mem_write(pte->lni, addr, elem, len) != 0)
+					rc = C_RC_PERM_VIOLATION;
+			}
+		}
+		access_note(pte, le, addr, len, true);
+		bool retired = le_retire(le);
+		struct nic_le hdr;
+		hdr_from_pkt(&hdr, p);
+		hdr.rlength = len;
+		if (pte->opts.en_event_match) {
+			struct nic_event mev;
+			event_from_le(&mev, C_EVENT_MATCH, le);
+			event_hdr(&mev, &hdr);
+			mev.start = addr;
+			nic_post_target_event(nic, pte, &mev, cost);
+		}
+		if (retired)
+			post_auto_unlink(nic, pte, le, cost);
+		/* The target event follows the element's write back. */
+		simtime_t written = done + nic_dma_time(nic, len);
+		le_busy(nic, le, written);
+		struct nic_event ev;
+		event_from_le(&ev, ev_type, le);
+		event_hdr(&ev, &hdr);
+		ev.rc = rc;
+		ev.start = addr;
+		ev.mlength = rc == C_RC_OK ? len : 0;
+		if (retired)
+			ev.flags |= NIC_EVF_AUTO_UNLINKED;
+		if (!(le->flags & C_LE_EVENT_COMM_DISABLE) && !((le->flags & C_LE_EVENT_SUCCESS_DISABLE) && rc == C_RC_OK))
+			nic_post_target_event(nic, pte, &ev, written);
+		le_ct(nic, le, len, rc == C_RC_OK);
+		if (retired)
+			le_remove(nic, pte, le);
+	}
+	if (!fetch) {
+		nic_send_ack(nic, p, rc, C_PTL_LIST_PRIORITY, rc == C_RC_OK ? len : 0, done);
+		return cost;
+	}
+	struct nic_pkt *r = nic_pkt_new(nic);
+	r->type = PKT_REPLY;
+	r->op = p->op;
+	r->rc = rc;
+	r->msg.src = nic->addr;
+	r->msg.dst = p->msg.src;
+	r->msg.vni = p->msg.vni;
+	r->msg.tc = p->msg.tc;
+	r->msg.flags = FABRIC_ORDERED;
+	r->initiator = p->initiator;
+	r->match_bits = p->match_bits;
+	if (rc == C_RC_OK) {
+		r->payload_len = r->mlength = r->msg.bytes = len;
+		r->payload = nic_payload_alloc(len);
+		memcpy(r->payload, old, len);
+	}
+	nic_send_pkt(nic, r, done + np->ack_gen);
+	return cost;
+}
+
 /* ---------------------------------------------------------------- target commands */
 
 static void cmd_event(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c, uint8_t type, uint8_t rc,
@@ -801,11 +923,13 @@ static simtime_t lpe_pkt(struct nic *nic, struct nic_pkt *p)
 	struct nic_pte *pte = nic_pte_resolve(nic, p->msg.vni, p->dst_pid, p->index, p->msg.src == nic->addr, &rc);
 	simtime_t cost = nic->p->match_base;
 	if (pte) {
-		cost = p->type == PKT_PUT ? lpe_put(nic, pte, p) : lpe_get(nic, pte, p);
+		cost = p->type == PKT_PUT ? lpe_put(nic, pte, p)
+		     : p->type == PKT_AMO ? lpe_amo(nic, pte, p)
+					  : lpe_get(nic, pte, p);
 	} else {
 		(*(rc == C_RC_VNI_NOT_FOUND ? nic->c.vni_not_found : nic->c.ptlte_not_found))++;
 		(*nic->c.err_invalid_endpoint)++;
-		if (p->type == PKT_PUT) {
+		if (p->type == PKT_PUT || (p->type == PKT_AMO && !p->amo_fetch)) {
 			nic_send_ack(nic, p, rc, 0, 0, cost);
 		} else {
 			struct nic_pkt *r = nic_pkt_new(nic);

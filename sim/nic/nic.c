@@ -54,6 +54,10 @@ static const struct param nic_params_table[] = {
 	{ "pct_idle_us", "us", 32.768, 0.001, 1e9,
 	  "HPE shs-cxi-driver C1_DEFAULT_SCT_IDLE_EPOCH 15: 2^15 cycles of Cassini 1's 1 GHz clock (shs-libcxi "
 	  "retry_handler get_epoch_timeout); an idle connection is closed" },
+	{ "amo_unit_ns", "ns", 20, 0, 1e6,
+	  "assumed: the target AMO unit's occupancy per atomic (ALU and ordering check); AMOs of one NIC execute one "
+	  "at a time in arrival order, each also waiting for its host read (a PCIe round trip) before the unit "
+	  "applies it and writes the element back" },
 };
 
 enum {
@@ -80,6 +84,7 @@ enum {
 	P_PCT_TCT,
 	P_PCT_PID_MASK,
 	P_PCT_IDLE,
+	P_AMO_UNIT,
 };
 
 struct nic_world {
@@ -208,6 +213,8 @@ static const struct nic_ctr_table *ctr_table(void)
 		{ C_OFF(put_cmds), "C_CNTR_LPE_PUT_CMDS" },
 		{ C_OFF(rendezvous_put_cmds), "C_CNTR_LPE_RENDEZVOUS_PUT_CMDS" },
 		{ C_OFF(get_cmds), "C_CNTR_LPE_GET_CMDS" },
+		{ C_OFF(amo_cmds), "C_CNTR_LPE_AMO_CMDS" },
+		{ C_OFF(fetch_amo_cmds), "C_CNTR_LPE_FAMO_CMDS" },
 		{ C_OFF(events_enqueued), "C_CNTR_EE_EVENTS_ENQUEUED_CNTR_0" },
 		{ C_OFF(events_dropped_ordinary), "C_CNTR_EE_EVENTS_DROPPED_ORDINARY_CNTR_0" },
 		{ C_OFF(events_dropped_fc_sc), "C_CNTR_EE_EVENTS_DROPPED_FC_SC_CNTR_0" },
@@ -527,6 +534,7 @@ static void read_params(struct nic_world *w, const struct cfg *c)
 	p->pct_tct_entries = (uint32_t)param_get_u64(c, &t[P_PCT_TCT]);
 	p->pct_pid_mask = (uint32_t)param_get_u64(c, &t[P_PCT_PID_MASK]);
 	p->pct_idle = (simtime_t)(param_get(c, &t[P_PCT_IDLE]) * 1e6 + 0.5);
+	p->amo_unit = (simtime_t)(param_get(c, &t[P_AMO_UNIT]) * 1000.0 + 0.5);
 	if (p->le_pool_reserved > p->le_pool_max_alloc)
 		cfg_fail(c, "le_pool_reserved", "exceeds le_pool_max_alloc (%u)", p->le_pool_max_alloc);
 }

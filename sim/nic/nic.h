@@ -284,6 +284,8 @@ enum nic_cmd_op {
 	NIC_CMD_GET,
 	NIC_CMD_CT_SET,
 	NIC_CMD_CT_INC,
+	NIC_CMD_AMO,            /* atomic operation on one element at the target (amo.c): operands in the
+				 * command; fetching AMOs write the target's previous value at local_addr */
 	/* target queue */
 	NIC_CMD_TGT_APPEND,
 	NIC_CMD_TGT_UNLINK,
@@ -325,7 +327,19 @@ struct nic_dma_cmd {
 	uint32_t eqn;            /* NIC_NONE: the queue's EQ */
 	uint32_t ctn;            /* NIC_NONE: none */
 	const void *idc_data;    /* IDC_PUT: payload, copied by nic_cmdq_emit (NULL: no real bytes) */
+	/* AMO: operation, comparison (C_AMO_OP_CSWAP), operand type, whether the previous value comes back;
+	 * length is the type's size; operands op1 and op2 (C_AMO_OPERAND_BYTES each, little-endian as the host
+	 * stores them) are copied by nic_cmdq_emit from idc_data. */
+	uint8_t amo_op, amo_cswap, amo_type;
+	bool amo_fetch;
 };
+
+/* AMO semantics (amo.c), what the target NIC's AMO unit applies: bytes of one element of `type` (0 for an
+ * unknown type); whether (op, cswap, type) is an operation the unit executes; and the execution itself on
+ * `target` (updated in place; *old gets the previous value when not NULL). */
+uint32_t nic_amo_type_size(uint8_t type);
+bool nic_amo_valid(uint8_t op, uint8_t cswap, uint8_t type);
+void nic_amo_apply(uint8_t op, uint8_t cswap, uint8_t type, void *target, const void *op1, const void *op2);
 
 /* Target command (APPEND, UNLINK, SEARCH, SEARCH_AND_DELETE, SETSTATE). */
 struct nic_tgt_cmd {

@@ -36,6 +36,7 @@ struct nic_params {
 	uint32_t pct_tct_entries;    /* target connections (PCT TCT CAM) */
 	uint32_t pct_pid_mask;       /* destination PID bits that select a connection (driver sct_pid_mask) */
 	simtime_t pct_idle;          /* a connection idle this long is closed (SCT idle epoch) */
+	simtime_t amo_unit;          /* target AMO unit occupancy per atomic */
 };
 
 /* ---------------------------------------------------------------- intrusive LE lists */
@@ -222,7 +223,7 @@ struct nic_counters {
 	uint64_t *err_ptlte_sw_managed, *err_search_no_match, *err_setstate_no_match, *err_invalid_endpoint;
 	uint64_t *unlink_cmds, *unlink_success, *search_cmds, *search_success, *search_fail;
 	uint64_t *search_delete_cmds, *search_delete_success, *search_delete_fail;
-	uint64_t *put_cmds, *rendezvous_put_cmds, *get_cmds;
+	uint64_t *put_cmds, *rendezvous_put_cmds, *get_cmds, *amo_cmds, *fetch_amo_cmds;
 	uint64_t *events_enqueued, *events_dropped_ordinary, *events_dropped_fc_sc;
 	uint64_t *event_type[C_EVENT_TYPES];
 	/* cxisim-specific (no Cassini counter): */
@@ -282,6 +283,7 @@ struct nic {
 	simtime_t tx_free;        /* transmit engine busy until */
 	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
 	simtime_t dma_read_free;  /* the host-read channel has streamed everything issued before, until then */
+	simtime_t amo_free;       /* the AMO unit has applied every atomic before, until then */
 
 	struct nic_records *rec;  /* the simulation's record pools, shared by every NIC */
 	uint64_t rdzv_seq;
@@ -291,7 +293,7 @@ struct nic {
 /* ---------------------------------------------------------------- wire packets */
 /* PKT_NACK: a request the target could not take (no TRS), on its way back to the initiator's retry handler,
  * which resends it; orig_type and orig_bytes keep what it was. */
-enum nic_pkt_type { PKT_PUT = 1, PKT_GET, PKT_REPLY, PKT_ACK, PKT_NACK };
+enum nic_pkt_type { PKT_PUT = 1, PKT_GET, PKT_REPLY, PKT_ACK, PKT_NACK, PKT_AMO };
 
 enum nic_pkt_flags {
 	PKTF_RENDEZVOUS = 1 << 0,
@@ -316,6 +318,8 @@ struct nic_pkt {
 	uint8_t *payload;         /* real bytes or NULL */
 	uint8_t orig_type;        /* PKT_NACK: the request's type */
 	uint32_t orig_bytes;      /* PKT_NACK: the request's payload bytes */
+	uint8_t amo_op, amo_cswap, amo_type; /* PKT_AMO: payload is op1 then op2 (C_AMO_OPERAND_BYTES each) */
+	bool amo_fetch;
 };
 
 /* An initiator transaction: outstanding Put/Get (the MST/TRS entry of real hardware). */

@@ -213,6 +213,19 @@ int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, u
 int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
 	    uint64_t flags, void *context);
 
+/* An atomic on one element at the target (the NIC's AMO unit, nic.h NIC_CMD_AMO): op, cswap and type are
+ * Cassini's codes (the provider maps fi_op/fi_datatype as upstream does), operands op1 then op2.  A fetching
+ * atomic writes the element's previous value at `result` and completes FI_ATOMIC | FI_READ, a plain one
+ * FI_ATOMIC | FI_WRITE.  -FI_EINVAL for an operation the unit does not execute.  The target reports the
+ * access (FI_RMA_EVENT MRs, remote counters) as FI_ATOMIC | FI_REMOTE_WRITE. */
+struct sw_amo {
+	uint8_t op, cswap, type;
+	bool fetch;
+	uint8_t operands[2 * C_AMO_OPERAND_BYTES];
+};
+int sw_atomic(struct sw_ep *ep, uint64_t result, struct sw_addr dst, uint64_t addr, uint64_t key,
+	      const struct sw_amo *amo, void *context);
+
 /* Memory registration (FI_MR_ENDPOINT: bound to one endpoint).  Registration and close complete through
  * done(ctx, mr, ret) after their modelled cost; close with FI_CXI_MR_MATCH_EVENTS waits until every remote
  * access has completed.  requested_key is used with client keys (flags without FI_MR_PROV_KEY); errors:

@@ -355,7 +355,10 @@ static void mr_report_access(struct sw_ep *ep, struct sw_mr *m, const struct nic
 	struct sw_comp c = { 0 };
 	c.op_context = m->user;
 	c.mr = m;
-	c.flags = FI_RMA | (ev->type == C_EVENT_PUT ? FI_REMOTE_WRITE : FI_REMOTE_READ);
+	if (ev->type == C_EVENT_ATOMIC || ev->type == C_EVENT_FETCH_ATOMIC)
+		c.flags = FI_ATOMIC | FI_REMOTE_WRITE; /* a fetching atomic writes the element too */
+	else
+		c.flags = FI_RMA | (ev->type == C_EVENT_PUT ? FI_REMOTE_WRITE : FI_REMOTE_READ);
 	if (writedata) {
 		c.flags |= FI_REMOTE_CQ_DATA;
 		c.data = ev->header_data;
@@ -380,6 +383,8 @@ void sw_mr_event(struct sw_ep *ep, struct sw_obj *o, const struct nic_event *ev)
 	case C_EVENT_MATCH: m->match_events++; break;
 	case C_EVENT_PUT:
 	case C_EVENT_GET:
+	case C_EVENT_ATOMIC:
+	case C_EVENT_FETCH_ATOMIC:
 		m->access_events++;
 		if (m->notify || wd)
 			mr_report_access(ep, m, ev, wd);

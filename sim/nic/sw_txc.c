@@ -586,6 +586,30 @@ int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, ui
 	return rma_issue(ep, &c, context, FI_RMA | FI_READ, len);
 }
 
+int sw_atomic(struct sw_ep *ep, uint64_t result, struct sw_addr dst, uint64_t addr, uint64_t key,
+	      const struct sw_amo *amo, void *context)
+{
+	int rc = rma_admit(ep, 0);
+	if (rc)
+		return rc;
+	if (!amo || !nic_amo_valid(amo->op, amo->cswap, amo->type))
+		return -FI_EINVAL;
+	uint32_t len = nic_amo_type_size(amo->type);
+	uint16_t index;
+	uint64_t mb, off;
+	uint32_t f;
+	/* A fetching atomic goes to the MR's read index, a plain one to its write index (upstream). */
+	rma_target(ep, key, addr, !amo->fetch, &index, &mb, &off, &f);
+	struct nic_cmd c = { .op = NIC_CMD_AMO };
+	c.dma = (struct nic_dma_cmd){ .dst_nic = dst.nic, .dst_pid = dst.pid, .index = index, .vni = dst.vni,
+				      .flags = f | NIC_DMA_EVENT_SEND_DISABLE, .local_addr = result, .length = len,
+				      .remote_offset = off, .match_bits = mb, .src_pid = ep->pid,
+				      .eqn = amo->fetch ? ep->eq_tx : NIC_NONE, .ctn = NIC_NONE,
+				      .idc_data = amo->operands, .amo_op = amo->op, .amo_cswap = amo->cswap,
+				      .amo_type = amo->type, .amo_fetch = amo->fetch };
+	return rma_issue(ep, &c, context, FI_ATOMIC | (amo->fetch ? FI_READ : FI_WRITE), len);
+}
+
 static void rma_done(struct sw_ep *ep, struct sw_req *m, const struct nic_event *ev)
 {
 	struct sw_comp c = { 0 };

@@ -5,6 +5,9 @@ import pytest
 from provider_helpers import cxisim_exec, prog
 
 PROGRAMS = {
+    "prov_atomic": "atomics: fi_query_atomic/*valid table as upstream, every valid (op, datatype, kind) executed "
+                   "and checked (new and previous value), misuse codes, bounds FI_EIO, 4 concurrent initiators "
+                   "serialised (fetch-add values, CSWAP lock), provider/optimized/standard keys",
     "prov_errors": "misuse gives the right -FI_E* codes; upstream option numbers",
     "prov_multi_recv": "multi-recv completions, offsets, FI_MULTI_RECV, cancel; min_multi_recv after enable, "
                        "messages larger than the space left truncated (FI_ETRUNC), expected and unexpected",

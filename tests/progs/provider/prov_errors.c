@@ -23,8 +23,8 @@ static void check_getinfo(void)
 	h->ep_attr->type = FI_EP_MSG;
 	T_CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info) == -FI_ENODATA, "FI_EP_MSG: -FI_ENODATA");
 	h->ep_attr->type = FI_EP_RDM;
-	h->caps = FI_TAGGED | FI_ATOMIC;
-	T_CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info) == -FI_ENODATA, "FI_ATOMIC: -FI_ENODATA");
+	h->caps = FI_TAGGED | FI_COLLECTIVE;
+	T_CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info) == -FI_ENODATA, "FI_COLLECTIVE: -FI_ENODATA");
 	h->caps = FI_TAGGED;
 	h->tx_attr->inject_size = 193;
 	T_CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info) == -FI_ENODATA, "inject_size 193: -FI_ENODATA");
