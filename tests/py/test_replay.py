@@ -116,12 +116,13 @@ def test_thousand_replay_clients_each_request_answered_once(cap, tmp_path):
     # The server's own rate (its first request to its last reply) and the daemon's (first request sent to
     # last answer, a span that holds the server's): realtime mode puts both on the wall clock, where two
     # processes sharing loaded cores shift the server's first read by up to a few tens of ms.
-    # The server's own rate (its first request to its last reply, on CLOCK_MONOTONIC, which the clock
-    # interposer makes virtual) and the daemon's (first request sent to last answer, in the engine's time):
-    # virtual time puts both on the simulated machine's clock, so they agree closely (the daemon's span also
-    # holds the first request's flight and the last answer's; the server's holds its CPU time charged to
-    # its clock).  In realtime mode they differed by up to 35% with the host's load.
-    assert abs(rp["rate_overall"] / served["rate"] - 1) < 0.02, (rp["rate_overall"], served)
+    # The server's own rate (its first request to its last reply's completion, on CLOCK_MONOTONIC, which
+    # the clock interposer makes virtual) and the daemon's (first request sent to last answer, in the
+    # engine's time) measure nearly the same span of the simulated machine's time.  They differ by the
+    # first request's flight, the last reply's completion, and the server's CPU time charged at the
+    # edges (cpu_scale 1: it varies with the host's load): 0.5% and 2.0% in two runs on a loaded 2-core
+    # machine, hence 5%.  In realtime mode they differed by up to 35%.
+    assert abs(rp["rate_overall"] / served["rate"] - 1) < 0.05, (rp["rate_overall"], served)
 
 
 def test_unauthorized_vni_clients_reach_nothing(cap, tmp_path):
