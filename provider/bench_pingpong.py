@@ -32,7 +32,7 @@ def pingpong(prov, size, wrapper):
 
 
 def main():
-    ours_wrap = [sys.executable, os.path.join(REPO, "cxisim"), "exec", "--set", "latency_ns=0", "--"]
+    ours_wrap = [sys.executable, os.path.join(REPO, "cxisim"), "exec", "--time", "realtime", "--set", "latency_ns=0", "--"]
     env_ok = subprocess.run(["fi_info", "-p", "tcp", "-t", "FI_EP_RDM"], capture_output=True).returncode == 0
     if not env_ok:
         sys.exit("bench: libfabric's tcp provider offers no FI_EP_RDM endpoint here")

@@ -12,16 +12,70 @@
 
 int cxip_cntr_trywait(struct cxip_cntr *cntr);
 
+struct cntr_cond {
+	struct cxip_cntr *c;
+	uint64_t success, failure, threshold;
+};
+
+static bool cntr_changed(void *arg)
+{
+	struct cntr_cond *k = arg;
+	return atomic_load(&k->c->ct->success) != k->success || atomic_load(&k->c->ct->failure) != k->failure;
+}
+
+/* Virtual mode: a read that finds the value it found last time is an empty poll (a loop on fi_cntr_read
+ * waits for the counter): the thread is idle until the counter or anything else of the process changes. */
 static uint64_t cntr_read(struct fid_cntr *fid)
 {
 	struct cxip_cntr *c = (struct cxip_cntr *)fid;
-	return atomic_load_explicit(&c->ct->success, memory_order_acquire);
+	uint64_t v = atomic_load_explicit(&c->ct->success, memory_order_acquire);
+	struct cxip_dev *dev = c->dom->dev;
+	if (!dev->virt)
+		return v;
+	cxip_vt_charge(dev);
+	if (atomic_exchange(&c->last_read, v) == v) {
+		struct cntr_cond k = { c, v, atomic_load(&c->ct->failure), 0 };
+		if (cxip_vt_idle(dev, PCB_WAIT_ANY, UINT64_MAX, cntr_changed, &k) == 0) {
+			v = atomic_load_explicit(&c->ct->success, memory_order_acquire);
+			atomic_store(&c->last_read, v);
+		}
+	}
+	return v;
 }
 
 static uint64_t cntr_readerr(struct fid_cntr *fid)
 {
 	struct cxip_cntr *c = (struct cxip_cntr *)fid;
+	if (c->dom->dev->virt)
+		cxip_vt_charge(c->dom->dev);
 	return atomic_load_explicit(&c->ct->failure, memory_order_acquire);
+}
+
+static bool cntr_wait_done(void *arg)
+{
+	struct cntr_cond *k = arg;
+	return atomic_load(&k->c->ct->success) >= k->threshold || atomic_load(&k->c->ct->failure) != k->failure;
+}
+
+/* Virtual mode: idle until the threshold, an error, or the timeout in virtual time. */
+static int cntr_wait_virtual(struct cxip_cntr *c, uint64_t threshold, int timeout)
+{
+	struct cxip_dev *dev = c->dom->dev;
+	uint64_t deadline = cxip_vt_deadline(dev, timeout);
+	struct cntr_cond k = { c, 0, atomic_load(&c->ct->failure), threshold };
+	for (;;) {
+		if (atomic_load(&c->ct->failure) != k.failure)
+			return -FI_EAVAIL;
+		if (atomic_load(&c->ct->success) >= threshold)
+			return 0;
+		if (cxip_dev_dead(dev))
+			return -FI_EIO;
+		int r = cxip_vt_idle(dev, c->id, deadline, cntr_wait_done, &k);
+		if (r == -FI_ETIMEDOUT)
+			return cntr_wait_done(&k) ? 0 : -FI_ETIMEDOUT;
+		if (r == -FI_EIO)
+			return -FI_EIO;
+	}
 }
 
 static int cntr_update(struct cxip_cntr *c, uint32_t which, uint32_t add, uint64_t value)
@@ -60,6 +114,8 @@ int cxip_cntr_trywait(struct cxip_cntr *c)
 	ssize_t r = read(c->efd, &v, sizeof(v));
 	(void)r;
 	atomic_store(&c->ct->armed, 1);
+	if (c->dom->dev->virt)
+		cxip_vt_idle_lazy(c->dom->dev, c->id);
 	return 0;
 }
 
@@ -68,6 +124,8 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 	struct cxip_cntr *c = (struct cxip_cntr *)fid;
 	if (c->wait_obj == FI_WAIT_NONE)
 		return -FI_EINVAL;
+	if (c->dom->dev->virt)
+		return cntr_wait_virtual(c, threshold, timeout);
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	uint64_t err0 = cntr_readerr(fid);

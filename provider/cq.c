@@ -94,6 +94,7 @@ static void set_error(struct cxip_cq *cq, const struct cxs_evt *e, const struct 
 	err->err = x->err;
 	err->prov_errno = x->prov_errno;
 	cq->err_pending = true;
+	atomic_store(&cq->err_flag, true);
 }
 
 /* FI_SOURCE_ERR: a message from a source the AV does not know becomes an FI_EADDRNOTAVAIL error whose
@@ -122,7 +123,7 @@ static fi_addr_t resolve_src(struct cxip_ep *ep, const struct cxs_evt *e, bool *
 }
 
 /* Read up to count completions; the caller holds cq->lock. */
-static ssize_t cq_read_locked(struct cxip_cq *cq, void *buf, size_t count, fi_addr_t *src)
+static ssize_t cq_read_locked(struct cxip_cq *cq, void *buf, size_t count, fi_addr_t *src, uint64_t *max_vt)
 {
 	if (cq->err_pending)
 		return -FI_EAVAIL;
@@ -162,6 +163,8 @@ static ssize_t cq_read_locked(struct cxip_cq *cq, void *buf, size_t count, fi_ad
 			return -FI_EAVAIL;
 		}
 		fill_entry(cq, (char *)buf + n * cq->entry_size, e);
+		if (e->vt > *max_vt)
+			*max_vt = e->vt;
 		if (src)
 			src[n] = a;
 		ring_retire(&cq->q.ring, ns);
@@ -172,24 +175,49 @@ static ssize_t cq_read_locked(struct cxip_cq *cq, void *buf, size_t count, fi_ad
 	return cxip_dev_dead(cq->dom->dev) ? -FI_EIO : -FI_EAGAIN;
 }
 
-/* An empty poll gives the processor away: the NIC is emulated by the daemon, which competes for the same
- * CPUs as the applications that spin on their CQs.  (In the virtual-time mode this is also where the
- * thread turns idle.) */
-static void empty_poll(void)
+bool cxip_cq_has_entries(struct cxip_cq *cq)
 {
-	sched_yield();
+	struct ring_shm *r = cq->q.ring.shm;
+	return atomic_load(&cq->err_flag) ||
+	       atomic_load_explicit(&r->head, memory_order_acquire) != atomic_load_explicit(&r->tail, memory_order_acquire);
 }
 
+static bool cq_ready(void *arg)
+{
+	return cxip_cq_has_entries(arg);
+}
+
+static ssize_t cq_read_once(struct cxip_cq *cq, void *buf, size_t count, fi_addr_t *src_addr)
+{
+	uint64_t max_vt = 0;
+	pthread_mutex_lock(&cq->lock);
+	ssize_t r = cq_read_locked(cq, buf, count, src_addr, &max_vt);
+	pthread_mutex_unlock(&cq->lock);
+	if (max_vt && cq->dom->dev->virt)
+		cxip_vt_observe(cq->dom->dev, max_vt);
+	return r;
+}
+
+/* An empty poll.  Realtime: it gives the processor away (the daemon, which emulates the NIC, competes for
+ * the same CPUs as the applications that spin on their CQs).  Virtual: the thread is idle until a
+ * completion or anything else becomes visible to the process, parked meanwhile; then it reads again. */
 static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src_addr)
 {
 	struct cxip_cq *cq = (struct cxip_cq *)fid;
 	if (!buf && count)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&cq->lock);
-	ssize_t r = cq_read_locked(cq, buf, count, src_addr);
-	pthread_mutex_unlock(&cq->lock);
-	if (r == -FI_EAGAIN)
-		empty_poll();
+	struct cxip_dev *dev = cq->dom->dev;
+	if (dev->virt)
+		cxip_vt_charge(dev);
+	ssize_t r = cq_read_once(cq, buf, count, src_addr);
+	if (r != -FI_EAGAIN)
+		return r;
+	if (!dev->virt) {
+		sched_yield();
+		return r;
+	}
+	if (cxip_vt_idle(dev, PCB_WAIT_ANY, UINT64_MAX, cq_ready, cq) == 0)
+		r = cq_read_once(cq, buf, count, src_addr);
 	return r;
 }
 
@@ -240,6 +268,7 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint6
 		buf->err_data_size = n;
 	}
 	cq->err_pending = false;
+	atomic_store(&cq->err_flag, false);
 	pthread_mutex_unlock(&cq->lock);
 	return 1;
 }
@@ -252,6 +281,31 @@ static int64_t ms_left(const struct timespec *deadline)
 	return ms < 0 ? 0 : ms;
 }
 
+/* Virtual mode: idle until a completion of this CQ, fi_cq_signal, or the timeout in virtual time. */
+static ssize_t cq_sread_virtual(struct cxip_cq *cq, void *buf, size_t count, fi_addr_t *src_addr, int timeout)
+{
+	struct cxip_dev *dev = cq->dom->dev;
+	uint64_t deadline = cxip_vt_deadline(dev, timeout);
+	for (;;) {
+		ssize_t r = -FI_EAGAIN;
+		if (count)
+			r = cq_read_once(cq, buf, count, src_addr);
+		else if (cxip_cq_has_entries(cq))
+			return 0;
+		if (r != -FI_EAGAIN)
+			return r;
+		if (cxip_dev_dead(dev))
+			return -FI_EIO;
+		if (atomic_exchange(&cq->signaled, false))
+			return -FI_EAGAIN;
+		r = cxip_vt_idle(dev, cq->q.id, deadline, cq_ready, cq);
+		if (r == -FI_ETIMEDOUT)
+			return -FI_EAGAIN;
+		if (r == -FI_EIO)
+			return count ? cq_read_once(cq, buf, count, src_addr) : -FI_EIO;
+	}
+}
+
 static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src_addr, const void *cond,
 			    int timeout)
 {
@@ -259,6 +313,8 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 	(void)cond;
 	if (cq->wait_obj == FI_WAIT_NONE)
 		return -FI_EINVAL;
+	if (cq->dom->dev->virt)
+		return cq_sread_virtual(cq, buf, count, src_addr, timeout);
 	struct timespec deadline;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	if (timeout >= 0) {
@@ -311,6 +367,9 @@ static int cq_signal(struct fid_cq *fid)
 	if (cq->wait_obj == FI_WAIT_NONE)
 		return -FI_ENOSYS;
 	atomic_store(&cq->signaled, true);
+	struct cxip_dev *dev = cq->dom->dev;
+	if (dev->virt)
+		cxip_vt_wake_local(dev, cq->q.id, cxip_vt_charge(dev));
 	uint64_t one = 1;
 	return write(cq->q.efd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
 }
@@ -352,6 +411,10 @@ int cxip_cq_trywait(struct cxip_cq *cq)
 	(void)r;
 	int ret = (cq->err_pending || !ring_arm(&cq->q.ring)) ? -FI_EAGAIN : 0;
 	pthread_mutex_unlock(&cq->lock);
+	/* Virtual mode: the caller is about to sleep on the wait fd: idle until this CQ has something (only
+	 * this CQ: a thread woken for another object's event would stay blocked in poll() holding time). */
+	if (!ret && cq->dom->dev->virt)
+		cxip_vt_idle_lazy(cq->dom->dev, cq->q.id);
 	return ret;
 }
 
@@ -367,6 +430,7 @@ static int cq_close(struct fid *fid)
 	if (atomic_load(&cq->ref))
 		return -FI_EBUSY;
 	cxip_dev_del_waiter(cq->dom->dev, cq->q.efd);
+	cxip_dev_del_pollable(cq->dom->dev, cq);
 	cxip_queue_close(cq->dom->dev, &cq->q);
 	atomic_fetch_sub(&cq->dom->ref, 1);
 	pthread_mutex_destroy(&cq->lock);
@@ -449,6 +513,7 @@ int cxip_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_
 	fcntl(cq->q.efd, F_SETFL, fl | O_NONBLOCK);
 	cxip_dev_add_waiter(dom->dev, cq->q.efd);
 	pthread_mutex_init(&cq->lock, NULL);
+	cxip_dev_add_pollable(dom->dev, FI_CLASS_CQ, cq);
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
 	cq->cq_fid.fid.context = context;
 	cq->cq_fid.fid.ops = &cq_fid_ops;

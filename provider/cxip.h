@@ -188,6 +188,16 @@ struct cxip_dev {
 	pthread_mutex_t waiters_lock;
 	int *waiter_fds;       /* eventfds to ring when the daemon dies (CQ/counter wait objects) */
 	size_t nwaiters, waiters_cap;
+	/* virtual mode (vtime.c) */
+	bool virt;
+	int pcb_efd;           /* rung when the daemon waits for one of this process's threads */
+	struct cxip_pollable *pollables; /* CQs and EQs: what an idle thread checks before it parks */
+	size_t npollables, pollables_cap;
+};
+
+struct cxip_pollable {
+	int kind;              /* FI_CLASS_CQ or FI_CLASS_EQ */
+	void *obj;
 };
 
 int cxip_dev_get(struct cxip_dev **dev); /* attach on first use (starting a private daemon if needed) */
@@ -200,7 +210,33 @@ static inline bool cxip_dev_dead(const struct cxip_dev *dev)
 }
 void cxip_dev_add_waiter(struct cxip_dev *dev, int fd);
 void cxip_dev_del_waiter(struct cxip_dev *dev, int fd);
-int cxip_dev_thread_slot(struct cxip_dev *dev); /* this thread's slot in the process control block */
+/* This thread's slot in the process control block (claimed on first use); -1 when every slot is taken. */
+int cxip_dev_thread_slot(struct cxip_dev *dev);
+struct cxip_dev *cxip_dev_current(void); /* this process's connection, or NULL */
+void cxip_dev_add_pollable(struct cxip_dev *dev, int kind, void *obj);
+void cxip_dev_del_pollable(struct cxip_dev *dev, void *obj);
+bool cxip_dev_anything_pending(struct cxip_dev *dev); /* a CQ or EQ of the process has something to read */
+
+/* ---- virtual time (vtime.c) ---- */
+void cxip_vt_register(bool on);          /* offer the clock ops to libcxisim-clock.so, if loaded */
+void cxip_vt_internal_thread(void);      /* the calling thread is the provider's own: real clocks */
+void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot);
+uint64_t cxip_vt_charge(struct cxip_dev *dev); /* charge CPU time, publish; the thread's clock */
+_Atomic uint32_t *cxip_vt_emitting(struct cxip_dev *dev); /* the slot's `emitting` flag, NULL: no slot */
+void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt); /* a completion of virtual time vt was read */
+/* A command's stamp: the clock, kept in order with the queue's last stamp. */
+uint64_t cxip_vt_stamp(struct cxip_dev *dev, uint64_t *last_stamp);
+/* Idle until something changes for the thread (wait_id: a daemon object id, PCB_WAIT_ANY, PCB_WAIT_NONE or
+ * a local id), its virtual deadline, or park_timeout of wall time.  ready() is checked after turning idle,
+ * before parking.  0: woken, -FI_ETIMEDOUT: deadline reached, -FI_EAGAIN: wall timeout, -FI_EIO. */
+int cxip_vt_idle(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool (*ready)(void *), void *arg);
+/* Idle without parking (fi_trywait, a control request): the thread resumes at its next provider call. */
+void cxip_vt_idle_lazy(struct cxip_dev *dev, uint32_t wait_id);
+void cxip_vt_resume(struct cxip_dev *dev);
+/* Another thread of the process made something visible to threads waiting on wait_id. */
+void cxip_vt_wake_local(struct cxip_dev *dev, uint32_t wait_id, uint64_t at);
+uint64_t cxip_vt_deadline(struct cxip_dev *dev, int timeout_ms); /* virtual deadline of a timeout */
+#define CXIP_VT_LOCAL_ID 0x80000000u /* local wait ids (EQs) are above the daemon's object ids */
 void cxip_dev_fini(void);
 int cxip_shm_map(int fd, size_t len, struct cxip_shm_map *m);
 void cxip_shm_unmap(struct cxip_shm_map *m);
@@ -287,6 +323,7 @@ struct cxip_cq {
 	size_t entry_size;
 	struct cxip_queue q;
 	_Atomic bool signaled;     /* fi_cq_signal: the (next) blocked fi_cq_sread returns -FI_EAGAIN */
+	_Atomic bool err_flag;     /* err_pending, readable without the lock (virtual time's idle check) */
 	pthread_mutex_t lock;
 	/* an error completion found while reading ordinary ones waits here for fi_cq_readerr */
 	bool err_pending;
@@ -306,6 +343,7 @@ struct cxip_cntr {
 	struct cxip_shm_map map;
 	struct ct_shm *ct;
 	int efd;
+	_Atomic uint64_t last_read; /* virtual mode: a read that finds this value again is an empty poll */
 };
 
 struct cxip_eq_entry {
@@ -326,6 +364,7 @@ struct cxip_eq {
 	int efd;
 	pthread_mutex_t lock;
 	struct cxip_eq_entry *head, *tail;
+	uint32_t vt_id;          /* local wait id (virtual mode) */
 };
 
 struct cxip_mr {
@@ -368,6 +407,7 @@ struct cxip_ep {
 	uint32_t id;             /* daemon endpoint */
 	struct cxip_queue cmdq;
 	pthread_mutex_t lock;    /* command queue producer */
+	uint64_t last_stamp;     /* virtual mode: stamp of the last command queued */
 	size_t min_multi_recv;
 	uint64_t rnr_max_timeout_us;
 	int match_mode;

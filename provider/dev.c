@@ -26,7 +26,7 @@
 #include "cxip.h"
 
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cxip_dev *the_dev;
+static struct cxip_dev *_Atomic the_dev;
 static pid_t dev_owner_pid;
 
 /* ---- socket path and private daemon ---- */
@@ -213,6 +213,10 @@ int cxip_dev_call(struct cxip_dev *dev, uint32_t op, const void *req, size_t req
 		return -FI_EIO;
 	char buf[CTL_MAX_MSG];
 	int want = nfds ? *nfds : 0;
+	/* Virtual mode: the thread holds no virtual time while the daemon works on its request (a registration
+	 * or a close may need the engine to run); it resumes at the daemon's horizon. */
+	if (dev->virt)
+		cxip_vt_idle_lazy(dev, PCB_WAIT_NONE);
 	pthread_mutex_lock(&dev->lock);
 	struct ctl_hdr h = { .op = op, .seq = ++dev->seq, .len = (uint32_t)req_len };
 	int ret = send_msg(dev->sock, &h, sizeof(h), req, req_len);
@@ -223,6 +227,8 @@ int cxip_dev_call(struct cxip_dev *dev, uint32_t op, const void *req, size_t req
 		n = recv_msg(dev->sock, buf, sizeof(buf), fds, nfds);
 	}
 	pthread_mutex_unlock(&dev->lock);
+	if (dev->virt)
+		cxip_vt_resume(dev);
 	if (ret || n < (ssize_t)sizeof(h)) {
 		atomic_store(&dev->dead, 1);
 		return -FI_EIO;
@@ -254,6 +260,7 @@ static void wake_waiters(struct cxip_dev *dev)
 static void *watchdog(void *arg)
 {
 	struct cxip_dev *dev = arg;
+	cxip_vt_internal_thread();
 	struct pollfd p[2] = { { dev->sock, POLLRDHUP, 0 }, { dev->wake_pipe[0], POLLIN, 0 } };
 	for (;;) {
 		int n = poll(p, 2, -1);
@@ -329,8 +336,14 @@ static int attach(struct cxip_dev *dev)
 		.rank = env_int(rank_vars, -1),
 		.local_rank = env_int(lrank_vars, -1),
 		.node = env_int(node_vars, -1),
-		.time_mode = CXISIM_TIME_REALTIME,
+		.time_mode = CXISIM_TIME_ANY,
 	};
+	/* `cxisim exec` names the mode its daemon runs; a process that expects the other one is refused. */
+	const char *tm = getenv("CXISIM_TIME");
+	if (tm && !strcmp(tm, "virtual"))
+		req.time_mode = CXISIM_TIME_VIRTUAL;
+	else if (tm && !strcmp(tm, "realtime"))
+		req.time_mode = CXISIM_TIME_REALTIME;
 	gethostname(req.hostname, sizeof(req.hostname) - 1);
 	FILE *f = fopen("/proc/self/comm", "r");
 	if (f) {
@@ -338,20 +351,34 @@ static int attach(struct cxip_dev *dev)
 			req.progname[strcspn(req.progname, "\n")] = 0;
 		fclose(f);
 	}
-	int fds[1], nfds = 1;
+	int fds[2], nfds = 2;
 	int ret = cxip_dev_call(dev, CTL_ATTACH, &req, sizeof(req), &dev->info, sizeof(dev->info), fds, &nfds);
 	if (ret) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
+		if (ret == -EPROTO && req.time_mode != CXISIM_TIME_ANY)
+			CXIP_WARN(FI_LOG_CORE, "the cxisim daemon runs another time mode than CXISIM_TIME=%s\n", tm);
 		return ret;
 	}
-	if (nfds != 1 || dev->info.nnics > CXISIM_MAX_NICS_PER_NODE || dev->info.pcb_bytes < sizeof(struct pcb_shm))
+	bool virt = dev->info.time_mode == CXISIM_TIME_VIRTUAL;
+	if (nfds != (virt ? 2 : 1) || dev->info.nnics > CXISIM_MAX_NICS_PER_NODE ||
+	    dev->info.pcb_bytes < sizeof(struct pcb_shm)) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
 		return -FI_EIO;
+	}
 	struct cxip_shm_map m;
 	ret = cxip_shm_map(fds[0], dev->info.pcb_bytes, &m);
 	close(fds[0]);
-	if (ret)
+	if (ret) {
+		if (virt)
+			close(fds[1]);
 		return ret;
+	}
+	if (virt) {
+		dev->pcb_efd = fds[1];
+		dev->virt = true;
+	}
 	dev->pcb = m.addr;
 	dev->pcb_bytes = m.len;
 	/* Let the daemon's DMA engine reach this process's memory (Yama ptrace scope 1). */
@@ -365,7 +392,10 @@ static void dev_free(struct cxip_dev *dev)
 		close(dev->sock);
 	if (dev->pcb)
 		munmap(dev->pcb, dev->pcb_bytes);
+	if (dev->pcb_efd >= 0)
+		close(dev->pcb_efd);
 	free(dev->waiter_fds);
+	free(dev->pollables);
 	free(dev);
 }
 
@@ -399,6 +429,7 @@ int cxip_dev_get(struct cxip_dev **out)
 		goto out;
 	}
 	dev->sock = -1;
+	dev->pcb_efd = -1;
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->waiters_lock, NULL);
 	dev->sock = connect_or_start(path);
@@ -420,9 +451,11 @@ int cxip_dev_get(struct cxip_dev **out)
 		ret = -FI_ENOMEM;
 		goto out;
 	}
-	the_dev = dev;
 	dev_owner_pid = getpid();
+	atomic_store(&the_dev, dev);
 	*out = dev;
+	if (dev->virt)
+		cxip_vt_register(true); /* the clock interposer, if preloaded, now answers with virtual time */
 	dev = NULL;
 	ret = 0;
 out:
@@ -452,6 +485,8 @@ void cxip_dev_fini(void)
 	pthread_mutex_unlock(&dev_lock);
 	if (!dev || dev_owner_pid != getpid())
 		return;
+	if (dev->virt)
+		cxip_vt_register(false);
 	cxip_dev_call(dev, CTL_DETACH, NULL, 0, NULL, 0, NULL, NULL);
 	char c = 0;
 	ssize_t r = write(dev->wake_pipe[1], &c, 1);
@@ -474,6 +509,10 @@ static __thread struct cxip_dev *my_slot_dev;
 static void slot_release(void *p)
 {
 	struct pcb_thread *t = p;
+	/* Clean for the next owner before it can be claimed (a claim writes nothing before its CAS). */
+	atomic_store(&t->wait_id, PCB_WAIT_NONE);
+	atomic_store(&t->deadline_ps, UINT64_MAX);
+	atomic_store(&t->stalled, 0);
 	atomic_store(&t->state, PCB_THREAD_FREE);
 }
 
@@ -488,16 +527,69 @@ int cxip_dev_thread_slot(struct cxip_dev *dev)
 		return my_slot;
 	pthread_once(&slot_once, slot_key_init);
 	for (int i = 0; i < CXISIM_MAX_THREADS; i++) {
+		struct pcb_thread *t = &dev->pcb->threads[i];
 		uint32_t expect = PCB_THREAD_FREE;
-		if (atomic_compare_exchange_strong(&dev->pcb->threads[i].state, &expect, PCB_THREAD_BUSY)) {
-			dev->pcb->threads[i].tid = (int32_t)syscall(SYS_gettid);
+		/* Virtual mode: claimed idle (a free slot waits on nothing: slot_release, and the daemon's
+		 * zeroed memory), then it resumes at the daemon's horizon. */
+		if (atomic_compare_exchange_strong(&t->state, &expect, dev->virt ? PCB_THREAD_IDLE : PCB_THREAD_BUSY)) {
+			t->tid = (int32_t)syscall(SYS_gettid);
 			my_slot = i;
 			my_slot_dev = dev;
-			pthread_setspecific(slot_key, &dev->pcb->threads[i]);
+			pthread_setspecific(slot_key, t);
+			if (dev->virt)
+				cxip_vt_slot_claimed(dev, i);
 			return i;
 		}
 	}
-	return CXISIM_MAX_THREADS - 1; /* shared overflow slot */
+	return -1;
+}
+
+struct cxip_dev *cxip_dev_current(void)
+{
+	struct cxip_dev *dev = atomic_load(&the_dev);
+	return dev && dev_owner_pid == getpid() ? dev : NULL;
+}
+
+void cxip_dev_add_pollable(struct cxip_dev *dev, int kind, void *obj)
+{
+	pthread_mutex_lock(&dev->waiters_lock);
+	if (dev->npollables == dev->pollables_cap) {
+		size_t cap = dev->pollables_cap ? dev->pollables_cap * 2 : 8;
+		struct cxip_pollable *p = realloc(dev->pollables, cap * sizeof(*p));
+		if (!p) {
+			pthread_mutex_unlock(&dev->waiters_lock);
+			return;
+		}
+		dev->pollables = p;
+		dev->pollables_cap = cap;
+	}
+	dev->pollables[dev->npollables++] = (struct cxip_pollable){ kind, obj };
+	pthread_mutex_unlock(&dev->waiters_lock);
+}
+
+void cxip_dev_del_pollable(struct cxip_dev *dev, void *obj)
+{
+	pthread_mutex_lock(&dev->waiters_lock);
+	for (size_t i = 0; i < dev->npollables; i++)
+		if (dev->pollables[i].obj == obj) {
+			dev->pollables[i] = dev->pollables[--dev->npollables];
+			break;
+		}
+	pthread_mutex_unlock(&dev->waiters_lock);
+}
+
+bool cxip_cq_has_entries(struct cxip_cq *cq);
+bool cxip_eq_has_entries(struct cxip_eq *eq);
+
+bool cxip_dev_anything_pending(struct cxip_dev *dev)
+{
+	bool any = false;
+	pthread_mutex_lock(&dev->waiters_lock);
+	for (size_t i = 0; i < dev->npollables && !any; i++)
+		any = dev->pollables[i].kind == FI_CLASS_CQ ? cxip_cq_has_entries(dev->pollables[i].obj)
+							     : cxip_eq_has_entries(dev->pollables[i].obj);
+	pthread_mutex_unlock(&dev->waiters_lock);
+	return any;
 }
 
 /* ---- shared memory and queues ---- */

@@ -15,14 +15,28 @@ ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline
 	struct cxip_dev *dev = ep->dom->dev;
 	if (cxip_dev_dead(dev))
 		return -FI_EIO;
-	cmd->tslot = (uint16_t)cxip_dev_thread_slot(dev);
+	int tslot = cxip_dev_thread_slot(dev);
+	cmd->tslot = (uint16_t)(tslot >= 0 ? tslot : CXISIM_MAX_THREADS - 1);
 	cmd->vt = 0; /* realtime mode: the daemon stamps commands */
 	size_t bytes = sizeof(*cmd) + inline_len;
 	pthread_mutex_lock(&ep->lock);
+	/* Virtual mode: the command takes effect at the thread's virtual time.  Until it is in the queue the
+	 * daemon must not let time pass this stamp (the stall rule skips an emitting thread). */
+	_Atomic uint32_t *emitting = dev->virt ? cxip_vt_emitting(dev) : NULL;
+	if (emitting) {
+		atomic_store(emitting, 1);
+		cmd->vt = cxip_vt_stamp(dev, &ep->last_stamp);
+	}
 	uint16_t ns;
 	void *slot = ring_reserve(&ep->cmdq.ring, bytes, &ns);
 	if (!slot) {
 		pthread_mutex_unlock(&ep->lock);
+		if (emitting)
+			atomic_store(emitting, 0);
+		/* The NIC has not fetched yet: in virtual time the thread waits a command fetch before its retry
+		 * (else a retry loop with CPU time free would hold virtual time forever). */
+		if (dev->virt)
+			cxip_vt_idle(dev, PCB_WAIT_NONE, cmd->vt + dev->pcb->retry_ps, NULL, NULL);
 		return -FI_EAGAIN;
 	}
 	cmd->nslots = ns;
@@ -32,6 +46,8 @@ ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline
 	ring_publish(&ep->cmdq.ring, ns);
 	bool bell = ring_need_doorbell(&ep->cmdq.ring);
 	pthread_mutex_unlock(&ep->lock);
+	if (emitting)
+		atomic_store(emitting, 0);
 	if (bell) {
 		uint64_t one = 1;
 		if (write(ep->cmdq.efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)

@@ -43,11 +43,36 @@ static ssize_t eq_pop(struct cxip_eq *eq, uint32_t *event, void *buf, size_t len
 	return ret;
 }
 
+bool cxip_eq_has_entries(struct cxip_eq *eq)
+{
+	pthread_mutex_lock(&eq->lock);
+	bool any = eq->head != NULL;
+	pthread_mutex_unlock(&eq->lock);
+	return any;
+}
+
+static bool eq_ready(void *arg)
+{
+	return cxip_eq_has_entries(arg);
+}
+
+static struct cxip_dev *eq_dev(struct cxip_eq *eq)
+{
+	struct cxip_dev *dev = eq->fab->dev;
+	return dev && dev->virt ? dev : NULL;
+}
+
+/* Virtual mode: an empty read is an empty poll (idle until something changes for the process). */
 static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t len, uint64_t flags)
 {
+	struct cxip_eq *eq = (struct cxip_eq *)fid;
 	if (!buf && len)
 		return -FI_EINVAL;
-	return eq_pop((struct cxip_eq *)fid, event, buf, len, flags, false);
+	ssize_t r = eq_pop(eq, event, buf, len, flags, false);
+	struct cxip_dev *dev = eq_dev(eq);
+	if (r == -FI_EAGAIN && dev && cxip_vt_idle(dev, PCB_WAIT_ANY, UINT64_MAX, eq_ready, eq) == 0)
+		r = eq_pop(eq, event, buf, len, flags, false);
+	return r;
 }
 
 static ssize_t eq_readerr(struct fid_eq *fid, struct fi_eq_err_entry *buf, uint64_t flags)
@@ -75,6 +100,9 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 		eq->head = e;
 	eq->tail = e;
 	pthread_mutex_unlock(&eq->lock);
+	struct cxip_dev *dev = eq_dev(eq);
+	if (dev)
+		cxip_vt_wake_local(dev, eq->vt_id, cxip_vt_charge(dev));
 	uint64_t one = 1;
 	ssize_t r = write(eq->efd, &one, sizeof(one));
 	(void)r;
@@ -84,6 +112,21 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags)
 {
 	struct cxip_eq *eq = (struct cxip_eq *)fid;
+	struct cxip_dev *dev = eq_dev(eq);
+	if (dev) {
+		/* Virtual mode: idle until an entry (another thread's fi_eq_write) or the virtual timeout. */
+		uint64_t deadline = cxip_vt_deadline(dev, timeout);
+		for (;;) {
+			ssize_t r = eq_pop(eq, event, buf, len, flags, false);
+			if (r != -FI_EAGAIN)
+				return r;
+			r = cxip_vt_idle(dev, eq->vt_id, deadline, eq_ready, eq);
+			if (r == -FI_ETIMEDOUT)
+				return -FI_EAGAIN;
+			if (r == -FI_EIO)
+				return -FI_EIO;
+		}
+	}
 	for (;;) {
 		ssize_t r = eq_read(fid, event, buf, len, flags);
 		if (r != -FI_EAGAIN)
@@ -121,6 +164,9 @@ int cxip_eq_trywait(struct cxip_eq *eq)
 	pthread_mutex_lock(&eq->lock);
 	int ret = eq->head ? -FI_EAGAIN : 0;
 	pthread_mutex_unlock(&eq->lock);
+	struct cxip_dev *dev = eq_dev(eq);
+	if (!ret && dev)
+		cxip_vt_idle_lazy(dev, eq->vt_id);
 	return ret;
 }
 
@@ -140,6 +186,8 @@ static int eq_close(struct fid *fid)
 		eq->head = e->next;
 		free(e);
 	}
+	if (eq->fab->dev)
+		cxip_dev_del_pollable(eq->fab->dev, eq);
 	close(eq->efd);
 	pthread_mutex_destroy(&eq->lock);
 	atomic_fetch_sub(&eq->fab->ref, 1);
@@ -192,6 +240,10 @@ int cxip_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_
 	eq->fab = fab;
 	eq->wait_obj = wait;
 	pthread_mutex_init(&eq->lock, NULL);
+	static _Atomic uint32_t next_local_id;
+	eq->vt_id = CXIP_VT_LOCAL_ID | (atomic_fetch_add(&next_local_id, 1) & 0x7fffffffu);
+	if (fab->dev)
+		cxip_dev_add_pollable(fab->dev, FI_CLASS_EQ, eq);
 	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
 	eq->eq_fid.fid.context = context;
 	eq->eq_fid.fid.ops = &eq_fid_ops;

@@ -15,10 +15,14 @@ from . import scenario as scn
 HELP = "run a command over the simulated Slingshot fabric (e.g. fi_pingpong, mpirun)"
 DESCRIPTION = ("Start the emulation daemon cxisimd with SCENARIO (default scenarios/emulation.yaml.j2), "
                "run CMD with the environment that makes libfabric load cxisim's provider \"cxi\" "
-               "(FI_PROVIDER_PATH, CXISIM_SOCKET), then stop the daemon.  Exits with CMD's status.  With "
-               "--out the daemon writes metrics.json, telemetry.csv, timeseries.csv and run.json there.")
+               "(FI_PROVIDER_PATH, CXISIM_SOCKET), then stop the daemon.  Exits with CMD's status.  Time is "
+               "virtual by default (the daemon runs the simulated machine's time in lockstep with the "
+               "application threads' virtual clocks); --time realtime follows the wall clock.  With --out "
+               "the run directory gets scenario.json, metrics.json, telemetry.csv, timeseries.csv and "
+               "run.json, as `cxisim run` writes them.")
 
 DEFAULT_SCENARIO = os.path.join(REPO, "scenarios", "emulation.yaml.j2")
+TIME_MODES = ("virtual", "realtime")
 
 
 def add_arguments(p):
@@ -31,6 +35,10 @@ def add_arguments(p):
                    help="random seed of the engine, 0 to 2^64-1 (default: the scenario's, else 1)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for the daemon's outputs at exit (created)")
+    p.add_argument("--time", choices=TIME_MODES, default=None,
+                   help="virtual: the lockstep on the threads' virtual clocks (default); realtime: virtual time "
+                        "follows the wall clock (slowed by emulation.slowdown).  Default: the scenario's "
+                        "emulation.time_mode if it sets one, else virtual")
     p.add_argument("--daemon-log", default=None, metavar="FILE",
                    help="the daemon's stderr (default: discarded unless CXISIM_VERBOSE is set)")
     p.add_argument("command", nargs="+", metavar="CMD", help="the command to run (put it after --)")
@@ -58,7 +66,7 @@ def _wait_socket(path, proc, timeout=300.0):
     return False
 
 
-def exec_env(sock, build):
+def exec_env(sock, build, time_mode="virtual"):
     env = dict(os.environ)
     provdir = os.path.join(build, "provider")
     old = env.get("FI_PROVIDER_PATH")
@@ -66,7 +74,21 @@ def exec_env(sock, build):
     env["CXISIM_SOCKET"] = sock
     env["CXISIM_DAEMON"] = os.path.join(build, "bin", "cxisimd")
     env["CXISIM_NO_AUTOSTART"] = "1"  # the command uses this daemon, never a private one
+    env["CXISIM_TIME"] = time_mode    # the provider asks for this mode at attach (mixed modes are refused)
     return env
+
+
+def time_mode(cfg, requested):
+    """The run's time mode: --time, else the scenario's emulation.time_mode, else virtual; written into the
+    resolved scenario so that the daemon and the provider agree."""
+    emu = cfg.get("emulation")
+    if not isinstance(emu, dict):
+        return requested or "virtual"
+    mode = requested or emu.get("time_mode") or "virtual"
+    if mode not in TIME_MODES:
+        raise InputError(f"emulation.time_mode: {mode!r} is not one of {', '.join(TIME_MODES)}")
+    emu["time_mode"] = mode
+    return mode
 
 
 def main(args):
@@ -80,6 +102,7 @@ def main(args):
     sets = scn.parse_sets(args.sets)
     doc = scn.render(args.scenario, sets)
     cfg = scn.resolved(doc, seed)
+    mode = time_mode(cfg, getattr(args, "time", None))
     tmp = tempfile.mkdtemp(prefix="cxisim-exec-")
     sock = os.path.join(tmp, "cxisimd.sock")
     proc = None
@@ -90,6 +113,8 @@ def main(args):
         cmd = [daemon, "--socket", sock, "--config", cfg_path, "--source", args.scenario,
                *getattr(args, "daemon_args", [])]
         if args.out:
+            # The run directory, as `cxisim run` writes it: the resolved scenario beside the outputs.
+            shutil.copyfile(cfg_path, os.path.join(args.out, "scenario.json"))
             cmd += ["--out", args.out]
         verbose = bool(os.environ.get("CXISIM_VERBOSE"))
         log_path = args.daemon_log or os.path.join(tmp, "cxisimd.log")
@@ -105,7 +130,7 @@ def main(args):
                 raise InputError("")
             raise RuntimeError(f"cxisimd did not start: {err.strip()}")
         try:
-            rc = subprocess.call(args.command, env=exec_env(sock, build))
+            rc = subprocess.call(args.command, env=exec_env(sock, build, mode))
         except FileNotFoundError:
             raise InputError(f"cxisim exec: {args.command[0]}: command not found")
         rc = rc if rc >= 0 else 128 - rc

@@ -1,9 +1,9 @@
-/* Time modes of the daemon.  Realtime: virtual time follows the wall clock (divided by the slowdown).  The
+/* Time modes of the daemon (virtual mode: vclock.c).  Realtime: virtual time follows the wall clock (divided by the slowdown).  The
  * engine is stepped from the event loop: before commands are applied it catches up with the wall clock;
  * afterwards it runs every event due up to `lead` ahead of the wall clock, so a whole request/response
  * exchange inside the NIC and fabric models costs one wake-up; then a timer waits for the next event.
  * Commands that reach the daemon while the engine is ahead take effect at the engine's time; the lag is
- * counted (sim.causality_lag_ps) so that the virtual-time mode can report the same statistic. */
+ * counted (emulation.causality_lag_ps and emulation.causality_lag_count), as in the virtual mode. */
 #include <math.h>
 #include <time.h>
 
@@ -32,11 +32,20 @@ static void publish_vt(struct daemon *d)
 
 void clock_catch_up(struct daemon *d)
 {
+	if (daemon_virtual(d))
+		return; /* virtual time moves only in vclock_run */
 	simtime_t w = clock_wall_vt(d);
 	if (sim_now(d->sim) < w)
 		sim_run_until(d->sim, w);
-	else
-		*d->st_causality_lag += sim_now(d->sim) - w;
+}
+
+void clock_count_lag(struct daemon *d, simtime_t stamp)
+{
+	simtime_t now = sim_now(d->sim);
+	if (stamp < now) {
+		*d->st_causality_lag += now - stamp;
+		(*d->st_causality_lag_count)++;
+	}
 }
 
 static void step_cb(struct ev_loop *loop, ev_timer *t, int revents)
@@ -48,6 +57,10 @@ static void step_cb(struct ev_loop *loop, ev_timer *t, int revents)
 
 void clock_step(struct daemon *d)
 {
+	if (daemon_virtual(d)) {
+		vclock_run(d);
+		return;
+	}
 	simtime_t w = clock_wall_vt(d);
 	simtime_t until = w + d->emu->lead;
 	if (until > sim_now(d->sim))
@@ -83,6 +96,7 @@ void clock_step(struct daemon *d)
 
 void clock_init(struct daemon *d)
 {
+	vclock_init(d);
 	d->t0_wall = wall_now();
 	ev_timer_init(&d->step_timer, step_cb, 0, 0);
 	d->step_timer.data = d;

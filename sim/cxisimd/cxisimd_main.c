@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../scenario.h"
@@ -26,6 +27,13 @@ static const char default_scenario[] =
 	"  \"nic\": {},\n"
 	"  \"emulation\": {\"nodes\": 32, \"nics_per_node\": 2}\n"
 	"}\n";
+
+static double wall_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void usage(FILE *f)
 {
@@ -138,11 +146,18 @@ int main(int argc, char **argv)
 	d.st_backlogged = stats_counter(st, "emulation.events_backlogged");
 	d.st_bad_cmds = stats_counter(st, "emulation.bad_commands");
 	d.st_causality_lag = stats_counter(st, "emulation.causality_lag_ps");
+	d.st_causality_lag_count = stats_counter(st, "emulation.causality_lag_count");
+	d.st_stalls = stats_counter(st, "emulation.stalls");
+	d.st_stalls_paced = stats_counter(st, "emulation.stalls_paced");
+	d.st_extrapolations = stats_counter(st, "emulation.extrapolations");
+	d.st_wakes = stats_counter(st, "emulation.wakes");
+	d.st_held_reqs = stats_counter(st, "emulation.held_requests");
 	if (capture && capture_open(&d, capture, cap_payload, cap_image))
 		return 2;
 	pool_init(&d.op_pool, sizeof(struct dop), 1024);
 	pool_init(&d.backlog_pool, sizeof(struct backlog), 256);
 	signal(SIGPIPE, SIG_IGN);
+	double t_start = wall_seconds();
 	d.loop = ev_default_loop(EVFLAG_AUTO);
 	clock_init(&d);
 	int ret = server_listen(&d, sock);
@@ -156,8 +171,8 @@ int main(int argc, char **argv)
 	ev_signal_start(d.loop, &d.sigterm);
 	ev_signal_start(d.loop, &d.sigint);
 	if (!d.quiet)
-		fprintf(stderr, "cxisimd: listening on %s (%u nodes x %u NICs, realtime)\n", sock, d.emu->nodes,
-			d.emu->nics_per_node);
+		fprintf(stderr, "cxisimd: listening on %s (%u nodes x %u NICs, %s time)\n", sock, d.emu->nodes,
+			d.emu->nics_per_node, daemon_virtual(&d) ? "virtual" : "realtime");
 	daemon_check_idle(&d);
 	ev_run(d.loop, 0);
 	/* Clients still attached see their socket close and fail further calls with -FI_EIO. */
@@ -172,6 +187,7 @@ int main(int argc, char **argv)
 	}
 	if (d.out_dir) {
 		d.sc->stop = SIM_STOP_REQUESTED;
+		d.sc->wall_s = wall_seconds() - t_start; /* run.json: the daemon's lifetime */
 		if (scenario_write_outputs(d.sc, d.out_dir)) {
 			fprintf(stderr, "cxisimd: writing outputs to %s: %s\n", d.out_dir, strerror(errno));
 			rc = 1;

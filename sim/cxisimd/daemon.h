@@ -7,6 +7,7 @@
  *               (FI_PEEK/FI_CLAIM go to the sw layer's search of the unexpected messages)
  *   host.c      the NIC's DMA into real processes (process_vm_readv/writev)
  *   clock.c     time modes (realtime: virtual time follows the wall clock)
+ *   vclock.c    virtual mode: the conservative lockstep on the threads' virtual clocks
  *   emulation.c the "emulation" scenario section: nodes, NICs per node, placement, time mode
  *   capture.c   --capture FILE: what the processes do on the fabric, for the replay workload
  *   workloads.c simulated workloads of the scenario (replay) next to the attached processes
@@ -47,6 +48,10 @@ struct emu_cfg {
 	enum cxisim_time_mode time_mode;
 	double slowdown;         /* realtime: virtual seconds per wall second = 1 / slowdown */
 	simtime_t lead;          /* realtime: how far the engine may run ahead of the wall clock */
+	double cpu_scale;        /* virtual: virtual seconds per second of a thread's CPU time */
+	double stall_timeout_s;  /* virtual: wall time before the stall rule looks at a thread that holds time */
+	uint64_t park_timeout_ns; /* virtual: wall time a parked thread waits with nothing changing */
+	simtime_t retry;         /* virtual: idle time after a full command queue */
 	uint32_t max_clients;
 	uint32_t next_rr;
 };
@@ -111,6 +116,7 @@ struct dep {
 	uint64_t nops;
 	bool fatal;
 	bool closing;
+	bool backpressured;   /* the NIC refused the head of the queue (-EAGAIN): until the queue catches up */
 	bool recv_posted;     /* a receive was posted (simulated workloads may now send to it) */
 	uint32_t cap_ep;      /* capture id (0: not captured) */
 	uint32_t cap_images_due; /* MRs registered since the last send, whose exposed image is still due */
@@ -168,6 +174,12 @@ struct client {
 	uint32_t next_id;
 	struct client *next;
 	uint64_t bytes_read, bytes_written; /* DMA into / out of this process */
+	/* virtual mode */
+	int pcb_efd;          /* rung by the provider when the daemon waits for one of its threads */
+	ev_io pcb_io;
+	struct vslot *vs;     /* the daemon's view of each thread slot (stall rule) */
+	char *held_req;       /* a control request waiting for the process's queued commands */
+	size_t held_len;
 	uint64_t mem_faults;
 };
 
@@ -184,6 +196,8 @@ struct daemon {
 	double linger_s;
 	ev_timer linger;
 	ev_timer step_timer;
+	ev_timer stall_timer; /* virtual: the stall rule's check, and full event queues' retry */
+	bool vrun_active, vrun_again;
 	ev_signal sigterm, sigint;
 	double t0_wall;
 	struct client *clients;
@@ -198,7 +212,7 @@ struct daemon {
 	struct capture *cap;  /* --capture: NULL when not capturing */
 	/* counters (stats registry) */
 	uint64_t *st_attach, *st_detach, *st_client_deaths, *st_cmds, *st_events, *st_backlogged, *st_bad_cmds,
-		*st_causality_lag;
+		*st_causality_lag, *st_causality_lag_count, *st_stalls, *st_stalls_paced, *st_extrapolations, *st_wakes, *st_held_reqs;
 };
 
 /* server.c */
@@ -256,5 +270,25 @@ void clock_catch_up(struct daemon *d);
 /* Run what is due (and up to the lead), then re-arm the step timer. */
 void clock_step(struct daemon *d);
 simtime_t clock_wall_vt(struct daemon *d);
+/* A command stamped `stamp` runs at the engine's now: count the lag if it is late. */
+void clock_count_lag(struct daemon *d, simtime_t stamp);
+
+/* vclock.c (virtual mode) */
+static inline bool daemon_virtual(const struct daemon *d)
+{
+	return d->emu->time_mode == CXISIM_TIME_VIRTUAL;
+}
+void vclock_init(struct daemon *d);
+int vclock_attach(struct client *c);       /* the pcb eventfd; returns it or -errno */
+void vclock_detach(struct client *c);
+/* Advance virtual time as far as the threads allow, executing due commands and held requests. */
+void vclock_run(struct daemon *d);
+/* Something became visible to the process (an event in queue / a counter `obj_id`): wake its idle threads
+ * that wait on it, at the engine's now. */
+void vclock_wake(struct client *c, uint32_t obj_id);
+/* The command queue of `ep`: execute the commands due (stamp <= now); returns the next stamp, or
+ * UINT64_MAX when the queue is empty. */
+simtime_t ep_drain_due(struct dep *ep);
+void server_handle_request(struct client *c, const char *buf, size_t n);
 
 #endif

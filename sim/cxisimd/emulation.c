@@ -8,9 +8,14 @@
  *     first_nic: 1         # NIC address 0 is left unused: no Slingshot NIC has address 0, and some
  *                          # software (Mercury) takes an all-zero cxi address for "none"
  *     placement: auto      # auto | node0 | round_robin | rank
- *     time_mode: realtime  # the virtual-time lockstep is a later mode
+ *     time_mode: realtime  # realtime (virtual time follows the wall clock) | virtual (the lockstep on the
+ *                          # threads' virtual clocks, vclock.c; `cxisim exec`'s default)
  *     slowdown: 1.0        # realtime: wall seconds per virtual second
  *     realtime_lead_us: 100
+ *     cpu_scale: 1.0       # virtual: virtual seconds per second of a thread's CPU time (0: CPU time is free)
+ *     stall_timeout_us: 2000  # virtual: the stall rule's wall-time bound (vclock.c)
+ *     park_timeout_us: 2000   # virtual: a parked thread re-checks after this much wall time
+ *     retry_ns: 100        # virtual: a thread whose command queue is full retries after this
  *
  * A process can also ask for a node itself (CXISIM_NODE); the daemon refuses a node outside the range.
  */
@@ -32,6 +37,18 @@ static const struct param emu_params[] = {
 	{ "max_clients", "count", 4096, 1, 1 << 20, "resource guard on attached processes" },
 	{ "first_nic", "count", 1, 0, FABRIC_MAX_NICS - 1,
 	  "NIC addresses are algorithmic MACs, never 0 on a real fabric; Mercury rejects an all-zero address" },
+	{ "cpu_scale", "ratio", 1, 0, 1e6,
+	  "assumed: the simulated node's cores run application code as fast as this host's (1 CPU second = 1 "
+	  "virtual second); 0 charges nothing, so figures do not depend on this host at all" },
+	{ "stall_timeout_us", "us", 2000, 10, 1e8,
+	  "assumed: wall time a thread may hold virtual time back without entering the provider before the "
+	  "stall rule looks at it; well above a context switch under load, well below a test's patience" },
+	{ "park_timeout_us", "us", 2000, 10, 1e8,
+	  "assumed: a parked thread re-checks after this much wall time with nothing changing for it, so "
+	  "progress made outside the provider (another thread's flag, a socket) is never lost" },
+	{ "retry_ns", "ns", 100, 1, 1e9,
+	  "assumed: the virtual time a thread waits before retrying after -FI_EAGAIN on a full command queue, "
+	  "about one NIC command fetch" },
 };
 
 static const char *const placements[] = { "auto", "node0", "round_robin", "rank", NULL };
@@ -56,11 +73,13 @@ static void emu_build(struct sim *sim, const struct cfg *c)
 	e->nodes = nodes;
 	e->placement = (enum placement_policy)cfg_enum(c, "placement", PLACE_AUTO, placements);
 	e->time_mode = (enum cxisim_time_mode)cfg_enum(c, "time_mode", CXISIM_TIME_REALTIME, time_modes);
-	if (e->time_mode != CXISIM_TIME_REALTIME)
-		cfg_fail(c, "time_mode", "only 'realtime' is implemented by this daemon");
 	e->slowdown = param_get(c, &emu_params[2]);
 	e->lead = (simtime_t)(param_get(c, &emu_params[3]) * 1e6);
 	e->max_clients = (uint32_t)param_get_u64(c, &emu_params[4]);
+	e->cpu_scale = param_get(c, &emu_params[6]);
+	e->stall_timeout_s = param_get(c, &emu_params[7]) * 1e-6;
+	e->park_timeout_ns = (uint64_t)(param_get(c, &emu_params[8]) * 1e3);
+	e->retry = (simtime_t)(param_get(c, &emu_params[9]) * 1e3);
 	sim_world_set(sim, "emulation", e);
 	sim_on_destroy(sim, free, e);
 }

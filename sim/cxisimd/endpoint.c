@@ -30,6 +30,8 @@ void ct_add(struct dct *ct, bool failure, uint64_t n)
 		ssize_t r = write(ct->efd, &one, sizeof(one));
 		(void)r;
 	}
+	if (daemon_virtual(ct->o.c->d))
+		vclock_wake(ct->o.c, ct->o.id);
 }
 
 void ct_count(struct dct *ct, bool failure, uint64_t len)
@@ -58,6 +60,9 @@ static bool evq_put(struct dqueue *q, const void *data, uint16_t nslots)
 	memcpy(slot, data, (size_t)nslots * RING_SLOT);
 	((struct cxs_evt *)slot)->nslots = ns;
 	ring_publish(&q->ring, ns);
+	/* Virtual mode: the completion is visible from now on; threads waiting for it wake at now. */
+	if (daemon_virtual(q->o.c->d))
+		vclock_wake(q->o.c, q->o.id);
 	return true;
 }
 
@@ -424,27 +429,39 @@ static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
 	}
 }
 
-void ep_drain_cmdq(struct dep *ep)
+/* Execute the queued commands.  Realtime: all of them, stamped with the wall clock's virtual time.
+ * Virtual: those whose stamp the engine has reached (a command takes effect at its thread's virtual time;
+ * the later ones wait in the ring, in order); returns the stamp of the first one left, UINT64_MAX if none. */
+static simtime_t drain(struct dep *ep)
 {
 	if (!ep->cmdq)
-		return;
+		return UINT64_MAX;
+	struct daemon *d = ep->o.c->d;
+	bool virt = daemon_virtual(d);
+	simtime_t wall = virt ? 0 : clock_wall_vt(d);
 	unsigned char raw[MAX_CMD_BYTES];
 	for (;;) {
 		uint16_t ns;
 		enum ring_peek r = ring_peek(&ep->cmdq->ring, raw, sizeof(raw), &ns);
 		if (r == RING_EMPTY) {
-			if (ring_arm(&ep->cmdq->ring))
-				return;
+			if (ring_arm(&ep->cmdq->ring)) {
+				ep->backpressured = false;
+				return UINT64_MAX;
+			}
 			continue;
 		}
 		if (r == RING_CORRUPT) {
 			/* A process that corrupts its own queue loses its endpoint, nothing else. */
-			(*ep->o.c->d->st_bad_cmds)++;
+			(*d->st_bad_cmds)++;
 			on_fatal(ep, ep->sw, "corrupt command queue");
-			return;
+			return UINT64_MAX;
+		}
+		const struct cxs_cmd *cmd = (const void *)raw;
+		if (virt && cmd->vt > sim_now(d->sim)) {
+			ep->backpressured = false; /* the queue has caught up with its stamps */
+			return cmd->vt;
 		}
 		if (ep->fatal) {
-			const struct cxs_cmd *cmd = (const void *)raw;
 			if (cmd->op != CXS_CMD_CANCEL && cmd->op != CXS_CMD_NOOP)
 				fail_cmd(ep, cmd, FI_EIO);
 			ring_retire(&ep->cmdq->ring, ns);
@@ -452,11 +469,38 @@ void ep_drain_cmdq(struct dep *ep)
 		}
 		if (exec_cmd(ep, raw, ns) == -EAGAIN) {
 			/* Keep the command; the step timer retries it once the NIC has drained. */
-			ev_feed_event(ep->o.c->d->loop, &ep->cmdq->io, EV_READ);
-			return;
+			ep->backpressured = true;
+			if (!virt)
+				ev_feed_event(d->loop, &ep->cmdq->io, EV_READ);
+			return virt ? sim_now(d->sim) + d->emu->retry : UINT64_MAX;
+		}
+		/* Commands the NIC made wait (a full queue: the head refused, those behind it queued) are
+		 * back-pressure, not causality lag. */
+		if (!ep->backpressured && (virt ? cmd->vt : wall) < sim_now(d->sim)) {
+			clock_count_lag(d, virt ? cmd->vt : wall);
+			if (virt && !d->quiet)
+				fprintf(stderr, "cxisimd: client %u endpoint %u: command %u of thread slot %u stamped %llu ps, "
+					"%llu ps late (causality lag)\n", ep->o.c->id, ep->o.id, cmd->op, cmd->tslot,
+					(unsigned long long)cmd->vt, (unsigned long long)(sim_now(d->sim) - cmd->vt));
+			if (virt && !d->quiet && cmd->tslot < CXISIM_MAX_THREADS) {
+				struct pcb_thread *t = &ep->o.c->pcb->threads[cmd->tslot];
+				fprintf(stderr, "  thread slot state %u clock %llu stalled %u, horizon %llu\n",
+					atomic_load(&t->state), (unsigned long long)atomic_load(&t->vclock_ps),
+					atomic_load(&t->stalled), (unsigned long long)atomic_load(&ep->o.c->pcb->horizon_ps));
+			}
 		}
 		ring_retire(&ep->cmdq->ring, ns);
 	}
+}
+
+void ep_drain_cmdq(struct dep *ep)
+{
+	drain(ep);
+}
+
+simtime_t ep_drain_due(struct dep *ep)
+{
+	return drain(ep);
 }
 
 /* ---- open / close ---- */

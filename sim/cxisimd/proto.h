@@ -13,10 +13,10 @@
  *   - counters are written back into shared memory, like Cassini counting events' writeback.
  *
  * Time.  Every command carries the issuing thread's slot and a virtual timestamp.  In realtime mode the
- * stamp is 0 and the daemon stamps commands with its wall-clock-driven virtual time.  The per-thread
- * slots live in the process control block (struct pcb_shm) that the daemon maps at attach, so a later
- * virtual-time mode can publish each thread's clock and busy/idle state there, and stamp commands with
- * it, without any change to the command or event formats.
+ * stamp is 0 and the daemon stamps commands with its wall-clock-driven virtual time.  In virtual mode the
+ * stamp is the thread's virtual clock, kept in its slot of the process control block (struct pcb_shm),
+ * which both sides map at attach; the attach reply then carries a second descriptor, an eventfd the
+ * provider rings when the daemon waits for a thread's clock (pcb_shm.daemon_waiting).
  */
 #ifndef CXISIM_PROTO_H
 #define CXISIM_PROTO_H
@@ -24,14 +24,15 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define CXISIM_PROTO_VERSION 2
+#define CXISIM_PROTO_VERSION 3
 #define CXISIM_MAX_NICS_PER_NODE 16
 #define CXISIM_MAX_THREADS 256
 #define CXISIM_MAX_AUTH_KEYS 4 /* VNIs per endpoint (a CXI service owns up to 4) */
 
 enum cxisim_time_mode {
 	CXISIM_TIME_REALTIME = 0, /* virtual time follows the wall clock */
-	CXISIM_TIME_VIRTUAL = 1,  /* conservative lockstep on the threads' clocks (later issue) */
+	CXISIM_TIME_VIRTUAL = 1,  /* conservative lockstep on the threads' clocks */
+	CXISIM_TIME_ANY = 2,      /* attach request only: whatever the daemon runs (no `cxisim exec`) */
 };
 
 /* ---- control messages ---- */
@@ -92,21 +93,37 @@ struct ctl_attach_rep {
 };
 
 /* Process control block, one per attached process, mapped by both sides.  In realtime mode only
- * `daemon_vt` is used (the provider shows virtual time in logs); the thread table is the place where the
- * virtual-time lockstep keeps each thread's clock and state. */
+ * `daemon_vt_ps` is used (the provider shows virtual time in logs).  In virtual mode (docs/provider.md
+ * "Time") every application thread that uses the provider owns a slot: its virtual clock, its state, and
+ * while it is idle the deadline and the object it waits on.  Ownership of a slot's clock follows its state:
+ * the thread writes it while BUSY, the daemon while IDLE (to wake it at a virtual time).  Both sides use
+ * sequentially consistent accesses on `state`, `horizon_ps`, `pub_seq` and `stalled` (two Dekker-style
+ * handshakes: idle/wake and stall/publish), so no wake-up and no clock is lost. */
 enum pcb_thread_state {
 	PCB_THREAD_FREE = 0,
-	PCB_THREAD_BUSY = 1, /* running application code: its CPU time advances its clock */
-	PCB_THREAD_IDLE = 2, /* waiting on the provider (empty poll, fi_trywait, blocking read) */
+	PCB_THREAD_BUSY = 1,   /* running application code: its CPU time advances its clock */
+	PCB_THREAD_IDLE = 2,   /* waiting on the provider (empty poll, fi_trywait, blocking read, control call) */
+	PCB_THREAD_WAKING = 3, /* the daemon (or another thread of the process) is waking it */
 };
+
+#define PCB_WAIT_ANY 0u            /* wait_id: anything visible to the process wakes the thread */
+#define PCB_WAIT_NONE 0xffffffffu  /* wait_id: only its deadline or its own process wakes it */
 
 struct pcb_thread {
 	_Atomic uint32_t state;
 	int32_t tid;
-	_Atomic uint64_t vclock_ps;  /* thread's virtual clock */
-	_Atomic uint64_t cpu_ns;     /* thread CPU time at the last clock update */
-	uint64_t pad[5];
+	_Atomic uint64_t vclock_ps;   /* thread's virtual clock */
+	_Atomic uint64_t cpu_ns;      /* thread CPU time (CLOCK_THREAD_CPUTIME_ID) at the last charge */
+	_Atomic uint64_t deadline_ps; /* IDLE: wake at this virtual time (UINT64_MAX: none) */
+	_Atomic uint32_t wait_id;     /* IDLE: daemon object id it waits on (CQ event queue, counter), or PCB_WAIT_* */
+	_Atomic uint32_t wake;        /* futex word: bumped by whoever wakes the thread */
+	_Atomic uint32_t pub_seq;     /* bumped by the thread each time it publishes its clock */
+	_Atomic uint32_t stalled;     /* set by the daemon: time went on without this thread (stall rule) */
+	_Atomic uint32_t emitting;    /* between taking a command's stamp and publishing the command */
+	uint32_t pad0;
+	uint64_t pad;
 };
+_Static_assert(sizeof(struct pcb_thread) == 64, "a thread slot is one cache line");
 
 struct pcb_shm {
 	uint32_t magic;
@@ -114,7 +131,15 @@ struct pcb_shm {
 	_Atomic uint64_t daemon_vt_ps; /* daemon's virtual time, refreshed on every engine step */
 	_Atomic uint32_t daemon_alive; /* cleared by the daemon when it shuts down cleanly */
 	uint32_t nthreads;
-	uint64_t pad[12];
+	/* virtual mode */
+	_Atomic uint64_t horizon_ps;   /* the engine may run up to here: a thread that wakes by itself starts here */
+	double cpu_scale;              /* virtual time per second of thread CPU time (emulation.cpu_scale) */
+	uint64_t park_timeout_ns;      /* wall time a parked thread waits with nothing changing (emulation.park_timeout_us) */
+	uint64_t retry_ps;             /* virtual time a thread waits after a full command queue (emulation.retry_ns) */
+	_Atomic uint32_t daemon_waiting; /* the daemon sleeps until a thread's clock reaches daemon_want_ps or it idles */
+	_Atomic uint32_t slots_hwm;    /* slots in use are below this */
+	_Atomic uint64_t daemon_want_ps;
+	uint64_t pad[5];
 	struct pcb_thread threads[CXISIM_MAX_THREADS];
 };
 #define PCB_MAGIC 0x70636231u

@@ -271,8 +271,15 @@ static int op_attach(struct client *c, const struct ctl_attach_req *req, struct 
 		return -EALREADY;
 	if (req->version != CXISIM_PROTO_VERSION)
 		return -EPROTO;
-	if (req->time_mode != d->emu->time_mode)
+	/* One time mode per daemon: a process that expects the other one is refused (a realtime process
+	 * among virtual-time ones would make the lockstep meaningless, and the reverse). */
+	if (req->time_mode != CXISIM_TIME_ANY && req->time_mode != d->emu->time_mode) {
+		if (!d->quiet)
+			fprintf(stderr, "cxisimd: pid %d expects %s time, this daemon runs %s time: refused\n",
+				(int)c->pid, req->time_mode == CXISIM_TIME_VIRTUAL ? "virtual" : "realtime",
+				daemon_virtual(d) ? "virtual" : "realtime");
 		return -EPROTO;
+	}
 	if (d->nclients > d->emu->max_clients)
 		return -EUSERS;
 	int node = emu_place(d->emu, req->node, req->rank);
@@ -309,6 +316,15 @@ static int op_attach(struct client *c, const struct ctl_attach_req *req, struct 
 	fds[0] = fd;
 	*nfds = 1;
 	c->attached = true;
+	if (daemon_virtual(d)) {
+		int efd = vclock_attach(c);
+		if (efd < 0) {
+			c->attached = false;
+			return efd;
+		}
+		fds[1] = efd;
+		*nfds = 2;
+	}
 	(*d->st_attach)++;
 	return 0;
 }
@@ -356,7 +372,34 @@ static size_t status_json(struct daemon *d, char *buf, size_t len)
 
 /* ---- dispatch ---- */
 
+/* Virtual mode: a request waits for the commands the process queued before it (program order across the
+ * two channels), which run when virtual time reaches their stamps; vclock_run hands it back. */
+static bool hold_request(struct client *c, const char *buf, size_t n)
+{
+	if (!daemon_virtual(c->d) || !c->attached || c->held_req)
+		return false;
+	bool pending = false;
+	for (struct obj *o = c->objs; o; o = o->next)
+		if (o->kind == OBJ_EP && ep_drain_due((struct dep *)o) != UINT64_MAX)
+			pending = true;
+	if (!pending)
+		return false;
+	c->held_req = xmalloc(n);
+	memcpy(c->held_req, buf, n);
+	c->held_len = n;
+	(*c->d->st_held_reqs)++;
+	clock_step(c->d);
+	return true;
+}
+
 static void handle_request(struct client *c, const char *buf, size_t n)
+{
+	if (hold_request(c, buf, n))
+		return;
+	server_handle_request(c, buf, n);
+}
+
+void server_handle_request(struct client *c, const char *buf, size_t n)
 {
 	struct ctl_hdr h;
 	if (n < sizeof(h)) {
@@ -540,6 +583,7 @@ void server_close_client(struct client *c, const char *why)
 			ct_free((struct dct *)o);
 		}
 	}
+	vclock_detach(c);
 	if (c->pcb)
 		munmap(c->pcb, c->pcb_len);
 	if (c->pcb_fd >= 0)
@@ -579,6 +623,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	c->uid = cred.uid;
 	c->id = ++d->next_client_id;
 	c->pcb_fd = -1;
+	c->pcb_efd = -1;
 	c->rank = -1;
 	snprintf(c->progname, sizeof(c->progname), "?");
 	c->next = d->clients;

@@ -56,14 +56,18 @@ def wrap(cmd):
     return ["env", f"LD_PRELOAD={PRELOAD}", *extra, *cmd]
 
 
-def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None):
+def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None, time_mode=None, daemon_log=None):
     """Run CMD (list) under `cxisim exec`; returns CompletedProcess (stdout+stderr text).  With `out`, the
-    daemon writes its metrics there."""
+    daemon writes its metrics there.  time_mode: --time (default: exec's own default, virtual)."""
     args = [sys.executable, CXISIM, "exec"]
     if scenario:
         args += ["--scenario", scenario]
     if out:
         args += ["--out", str(out)]
+    if time_mode:
+        args += ["--time", time_mode]
+    if daemon_log:
+        args += ["--daemon-log", str(daemon_log)]
     for k, v in (sets or {}).items():
         args += ["--set", f"{k}={v}"]
     args += ["--", *wrap(cmd)]
@@ -71,6 +75,14 @@ def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None):
     if env:
         e.update(env)
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=e, cwd=REPO)
+
+
+def emulation_counters(rundir):
+    """The daemon's `emulation.*` counters of a run directory (absent counters are 0)."""
+    with open(os.path.join(str(rundir), "metrics.json")) as f:
+        m = json.load(f)
+    c = m["stats"]["counters"]
+    return {k.split(".", 1)[1]: v for k, v in c.items() if k.startswith("emulation.")}
 
 
 def provider_env(sock):

@@ -31,9 +31,11 @@ PROGRAMS = {
 }
 
 
+# Every program in both time modes: virtual (`cxisim exec`'s default) and realtime.  They are quick.
+@pytest.mark.parametrize("time_mode", ["virtual", "realtime"])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_program(name):
-    r = cxisim_exec([prog(name)], timeout=180)
+def test_program(name, time_mode):
+    r = cxisim_exec([prog(name)], timeout=180, time_mode=time_mode)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert f"PASSED {name}" in out, out

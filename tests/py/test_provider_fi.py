@@ -121,7 +121,7 @@ def test_private_daemon_autostart(tmp_path):
     assert not os.path.exists(sock), "the private daemon exits after its linger time"
 
 
-def run_pingpong(mode, tmp_path):
+def run_pingpong(mode, tmp_path, time_mode=None):
     script = tmp_path / "pp.sh"
     # -S all: every size of fi_pingpong's list, 1 B to 8 MiB; -c: data checks on every transfer.
     script.write_text(
@@ -132,14 +132,15 @@ def run_pingpong(mode, tmp_path):
         "rc=$?\nwait $srv\nsrc=$?\n"
         "exit $(( rc | src ))\n")
     script.chmod(0o755)
-    r = cxisim_exec([str(script)], timeout=300)
+    r = cxisim_exec([str(script)], timeout=300, time_mode=time_mode)
     server = (tmp_path / "server.txt").read_text()
     return r, server
 
 
-@pytest.mark.parametrize("mode", ["msg", "tagged"])
-def test_fi_pingpong(mode, tmp_path):
-    r, server = run_pingpong(mode, tmp_path)
+# msg and tagged in exec's default (virtual time); tagged also in realtime mode.
+@pytest.mark.parametrize("mode,time_mode", [("msg", None), ("tagged", None), ("tagged", "realtime")])
+def test_fi_pingpong(mode, time_mode, tmp_path):
+    r, server = run_pingpong(mode, tmp_path, time_mode)
     assert r.returncode == 0, f"client:\n{r.stdout}\n{r.stderr}\nserver:\n{server}"
     for out in (r.stdout, server):
         sizes = re.findall(r"^(\d+(?:\.\d+)?[km]?)\s+10\s+=10\s", out, re.M)

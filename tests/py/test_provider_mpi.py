@@ -14,9 +14,10 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "c
           "--mca", "mtl_ofi_provider_include", "cxi", "--mca", "btl", "self"]
 
 
-@pytest.mark.parametrize("ranks", [2, 4, 8])
-def test_mpi_checks(ranks):
-    r = cxisim_exec([*MPIRUN, "-np", str(ranks), prog("mpi_checks")], timeout=300)
+# In exec's default (virtual time), and 4 ranks also in realtime mode.
+@pytest.mark.parametrize("ranks,time_mode", [(2, None), (4, None), (8, None), (4, "realtime")])
+def test_mpi_checks(ranks, time_mode):
+    r = cxisim_exec([*MPIRUN, "-np", str(ranks), prog("mpi_checks")], timeout=300, time_mode=time_mode)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert f"PASSED mpi_checks on {ranks} ranks" in out

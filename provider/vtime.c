@@ -1,0 +1,351 @@
+/* Virtual time of the process's threads (virtual mode, docs/provider.md "Time"; the daemon's side is
+ * sim/cxisimd/vclock.c).
+ *
+ * Each thread that uses the provider owns a slot of the process control block: its virtual clock and its
+ * state.  While BUSY, the thread charges its CPU time (CLOCK_THREAD_CPUTIME_ID x cpu_scale) to its clock
+ * whenever it enters the provider, and stamps its commands with the clock.  The places where a thread waits
+ * -- an empty CQ/counter/EQ poll, fi_trywait, a blocking read, a control request -- make it IDLE: the
+ * daemon then runs virtual time without it and wakes it (BUSY again, clock set) when something becomes
+ * visible to it or its deadline comes.  A waiting thread is parked on a futex in its slot, so it burns no
+ * CPU the daemon needs; after park_timeout of wall time with nothing changing it returns anyway (progress
+ * made outside the provider -- another thread's flag, a socket -- is never lost).
+ *
+ * The same entry points serve the clock interposer (libcxisim-clock.so, cxisim_clock.h): now, sleep_until
+ * and wait.  The provider itself never reads a clock the interposer may answer: CPU time comes from a raw
+ * system call, and its waits use futex timeouts relative to the wall clock or virtual deadlines.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cxip.h"
+#include "cxisim_clock.h"
+
+/* Raw system calls: libc's wrappers of clock_gettime and syscall() may be interposed. */
+static long raw_syscall4(long nr, long a, long b, long c, long d)
+{
+#if defined(__x86_64__)
+	long ret;
+	register long r10 __asm__("r10") = d;
+	__asm__ volatile("syscall" : "=a"(ret) : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+	return ret;
+#else
+	long ret = syscall(nr, a, b, c, d);
+	return ret < 0 ? -errno : ret;
+#endif
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (raw_syscall4(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, (long)&ts, 0, 0))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static long futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t timeout_ns)
+{
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
+	return raw_syscall4(SYS_futex, (long)w, FUTEX_WAIT, (long)val, (long)&ts);
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+	raw_syscall4(SYS_futex, (long)w, FUTEX_WAKE, INT_MAX, 0);
+}
+
+/* ---- this thread's slot ---- */
+
+static __thread uint64_t my_cpu_base;  /* CPU time already charged */
+static __thread bool internal_thread;  /* the provider's own threads (watchdog) keep the real clock */
+
+void cxip_vt_internal_thread(void)
+{
+	internal_thread = true;
+}
+
+static struct pcb_thread *self(struct cxip_dev *dev)
+{
+	if (!dev->virt || internal_thread)
+		return NULL;
+	int s = cxip_dev_thread_slot(dev);
+	return s >= 0 ? &dev->pcb->threads[s] : NULL;
+}
+
+static void ring_daemon(struct cxip_dev *dev, bool idle, uint64_t clock)
+{
+	struct pcb_shm *p = dev->pcb;
+	if (!atomic_load(&p->daemon_waiting))
+		return;
+	if (!idle && clock < atomic_load(&p->daemon_want_ps))
+		return;
+	if (atomic_exchange(&p->daemon_waiting, 0)) {
+		uint64_t one = 1;
+		ssize_t r = write(dev->pcb_efd, &one, sizeof(one));
+		(void)r;
+	}
+}
+
+static void advance_to(struct pcb_thread *t, uint64_t ps)
+{
+	if (atomic_load(&t->vclock_ps) < ps)
+		atomic_store(&t->vclock_ps, ps);
+}
+
+/* IDLE -> BUSY by the thread itself.  Returns true when someone else woke it first (its clock is set). */
+static bool resume(struct cxip_dev *dev, struct pcb_thread *t)
+{
+	uint32_t st = PCB_THREAD_IDLE;
+	if (!atomic_compare_exchange_strong(&t->state, &st, PCB_THREAD_BUSY)) {
+		while (atomic_load(&t->state) == PCB_THREAD_WAKING)
+			sched_yield();
+		my_cpu_base = thread_cpu_ns();
+		atomic_store(&t->cpu_ns, my_cpu_base);
+		return true;
+	}
+	/* Time went on while it was idle: it starts at the horizon the daemon announced (Dekker with the
+	 * daemon's publish-then-rescan: either the daemon saw it busy, or it sees the new horizon here). */
+	atomic_thread_fence(memory_order_seq_cst);
+	advance_to(t, atomic_load(&dev->pcb->horizon_ps));
+	atomic_store(&t->deadline_ps, UINT64_MAX);
+	my_cpu_base = thread_cpu_ns();
+	atomic_store(&t->cpu_ns, my_cpu_base);
+	atomic_fetch_add(&t->pub_seq, 1);
+	return false;
+}
+
+/* Charge the CPU time used since the last charge and publish the clock (the thread is BUSY after it). */
+static uint64_t charge(struct cxip_dev *dev, struct pcb_thread *t)
+{
+	if (atomic_load(&t->state) != PCB_THREAD_BUSY)
+		resume(dev, t);
+	uint64_t cpu = thread_cpu_ns();
+	if (cpu > my_cpu_base && dev->pcb->cpu_scale > 0) {
+		uint64_t ps = (uint64_t)((double)(cpu - my_cpu_base) * 1e3 * dev->pcb->cpu_scale);
+		atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + ps);
+	}
+	my_cpu_base = cpu;
+	atomic_store(&t->cpu_ns, cpu);
+	atomic_fetch_add(&t->pub_seq, 1);
+	/* Dekker with the daemon's stall rule: it sets `stalled`, then re-reads pub_seq. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&t->stalled)) {
+		atomic_store(&t->stalled, 0);
+		atomic_thread_fence(memory_order_seq_cst);
+		advance_to(t, atomic_load(&dev->pcb->horizon_ps));
+	}
+	uint64_t clock = atomic_load(&t->vclock_ps);
+	ring_daemon(dev, false, clock);
+	return clock;
+}
+
+void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot)
+{
+	/* A new thread starts idle (nobody wakes it: PCB_WAIT_NONE), then resumes at the horizon, so the daemon
+	 * never sees it busy with a clock it has not set yet. */
+	my_cpu_base = thread_cpu_ns();
+	struct pcb_thread *t = &dev->pcb->threads[slot];
+	uint32_t hwm = atomic_load(&dev->pcb->slots_hwm);
+	while (hwm < (uint32_t)slot + 1 && !atomic_compare_exchange_weak(&dev->pcb->slots_hwm, &hwm, (uint32_t)slot + 1))
+		;
+	resume(dev, t);
+}
+
+_Atomic uint32_t *cxip_vt_emitting(struct cxip_dev *dev)
+{
+	struct pcb_thread *t = self(dev);
+	return t ? &t->emitting : NULL;
+}
+
+uint64_t cxip_vt_charge(struct cxip_dev *dev)
+{
+	struct pcb_thread *t = self(dev);
+	return t ? charge(dev, t) : 0;
+}
+
+void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt)
+{
+	struct pcb_thread *t = self(dev);
+	if (t)
+		advance_to(t, vt); /* a completion is never seen before its virtual time */
+}
+
+uint64_t cxip_vt_stamp(struct cxip_dev *dev, uint64_t *last_stamp)
+{
+	struct pcb_thread *t = self(dev);
+	if (!t)
+		return atomic_load(&dev->pcb->horizon_ps);
+	uint64_t clock = charge(dev, t);
+	/* The commands of one queue take effect in order: a thread that queues behind a later stamp waits. */
+	if (*last_stamp > clock) {
+		advance_to(t, *last_stamp);
+		clock = *last_stamp;
+	}
+	*last_stamp = clock;
+	return clock;
+}
+
+void cxip_vt_idle_lazy(struct cxip_dev *dev, uint32_t wait_id)
+{
+	struct pcb_thread *t = self(dev);
+	if (!t)
+		return;
+	uint64_t clock = charge(dev, t);
+	atomic_store(&t->deadline_ps, UINT64_MAX);
+	atomic_store(&t->wait_id, wait_id);
+	atomic_store(&t->state, PCB_THREAD_IDLE);
+	ring_daemon(dev, true, clock);
+}
+
+void cxip_vt_resume(struct cxip_dev *dev)
+{
+	struct pcb_thread *t = self(dev);
+	if (t && atomic_load(&t->state) != PCB_THREAD_BUSY)
+		resume(dev, t);
+}
+
+int cxip_vt_idle(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool (*ready)(void *), void *arg)
+{
+	struct pcb_thread *t = self(dev);
+	if (!t) {
+		sched_yield();
+		return -FI_EAGAIN;
+	}
+	uint64_t clock = charge(dev, t);
+	if (deadline <= clock)
+		return -FI_ETIMEDOUT;
+	atomic_store(&t->deadline_ps, deadline);
+	atomic_store(&t->wait_id, wait_id);
+	uint32_t w = atomic_load(&t->wake);
+	atomic_store(&t->state, PCB_THREAD_IDLE);
+	/* Pairs with the daemon's fence between publishing an event and looking for idle threads. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if ((ready && ready(arg)) || (wait_id == PCB_WAIT_ANY && cxip_dev_anything_pending(dev)) ||
+	    cxip_dev_dead(dev)) {
+		resume(dev, t);
+		return 0;
+	}
+	ring_daemon(dev, true, clock);
+	uint64_t park = dev->pcb->park_timeout_ns ? dev->pcb->park_timeout_ns : 2000000;
+	for (;;) {
+		long r = futex_wait(&t->wake, w, park);
+		uint32_t st = atomic_load(&t->state);
+		if (st == PCB_THREAD_BUSY || st == PCB_THREAD_WAKING)
+			break;
+		if (cxip_dev_dead(dev)) {
+			resume(dev, t);
+			return -FI_EIO;
+		}
+		if (r == -ETIMEDOUT) {
+			/* Nothing changed for a while: let the caller look at the world again. */
+			if (!resume(dev, t))
+				return -FI_EAGAIN;
+			break;
+		}
+		w = atomic_load(&t->wake);
+	}
+	while (atomic_load(&t->state) == PCB_THREAD_WAKING)
+		sched_yield();
+	my_cpu_base = thread_cpu_ns();
+	atomic_store(&t->cpu_ns, my_cpu_base);
+	if (deadline != UINT64_MAX && atomic_load(&t->vclock_ps) >= deadline)
+		return -FI_ETIMEDOUT;
+	return 0;
+}
+
+void cxip_vt_wake_local(struct cxip_dev *dev, uint32_t wait_id, uint64_t at)
+{
+	if (!dev->virt)
+		return;
+	atomic_thread_fence(memory_order_seq_cst);
+	uint32_t n = atomic_load(&dev->pcb->slots_hwm);
+	for (uint32_t i = 0; i < n && i < CXISIM_MAX_THREADS; i++) {
+		struct pcb_thread *t = &dev->pcb->threads[i];
+		uint32_t w = atomic_load(&t->wait_id);
+		if (atomic_load(&t->state) != PCB_THREAD_IDLE || (w != PCB_WAIT_ANY && w != wait_id))
+			continue;
+		uint32_t idle = PCB_THREAD_IDLE;
+		if (!atomic_compare_exchange_strong(&t->state, &idle, PCB_THREAD_WAKING))
+			continue;
+		advance_to(t, at);
+		atomic_store(&t->deadline_ps, UINT64_MAX);
+		atomic_store(&t->stalled, 0);
+		atomic_store(&t->state, PCB_THREAD_BUSY);
+		atomic_fetch_add(&t->wake, 1);
+		futex_wake(&t->wake);
+	}
+}
+
+uint64_t cxip_vt_deadline(struct cxip_dev *dev, int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return UINT64_MAX;
+	return cxip_vt_charge(dev) + (uint64_t)timeout_ms * 1000000000ull;
+}
+
+/* ---- the clock interposer's operations (cxisim_clock.h) ---- */
+
+static struct cxip_dev *ops_dev(void)
+{
+	struct cxip_dev *dev = cxip_dev_current();
+	return dev && dev->virt && !cxip_dev_dead(dev) && !internal_thread ? dev : NULL;
+}
+
+static int op_now(uint64_t *ps)
+{
+	struct cxip_dev *dev = ops_dev();
+	if (!dev || !self(dev))
+		return -1;
+	*ps = cxip_vt_charge(dev);
+	return 0;
+}
+
+static int op_sleep_until(uint64_t deadline, uint64_t *now)
+{
+	struct cxip_dev *dev = ops_dev();
+	if (!dev || !self(dev))
+		return -1;
+	for (;;) {
+		int r = cxip_vt_idle(dev, PCB_WAIT_NONE, deadline, NULL, NULL);
+		if (r == -FI_EIO)
+			return -1;
+		uint64_t c = cxip_vt_charge(dev);
+		if (r == -FI_ETIMEDOUT || c >= deadline) {
+			*now = c;
+			return 0;
+		}
+	}
+}
+
+static int op_wait(uint64_t deadline, uint64_t *now)
+{
+	struct cxip_dev *dev = ops_dev();
+	if (!dev || !self(dev))
+		return -1;
+	int r = cxip_vt_idle(dev, PCB_WAIT_ANY, deadline, NULL, NULL);
+	if (r == -FI_EIO)
+		return -1;
+	*now = cxip_vt_charge(dev);
+	return 0;
+}
+
+static const struct cxisim_clock_ops clock_ops = {
+	.version = CXISIM_CLOCK_OPS_VERSION,
+	.now = op_now,
+	.sleep_until = op_sleep_until,
+	.wait = op_wait,
+};
+
+typedef void (*clock_register_fn)(const struct cxisim_clock_ops *);
+
+void cxip_vt_register(bool on)
+{
+	clock_register_fn reg = (clock_register_fn)dlsym(RTLD_DEFAULT, "cxisim_clock_register");
+	if (reg)
+		reg(on ? &clock_ops : NULL);
+}
