@@ -30,6 +30,8 @@ static void send_now(struct sim *sim, void *obj, uint64_t arg)
 	struct nic_pkt *p = (struct nic_pkt *)(uintptr_t)arg;
 	(*nic->c.pkts_tx)++;
 	*nic->c.tx_bytes += p->msg.bytes;
+	if (p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO)
+		nic_pct_sct_use(nic, p);
 	fabric_send(sim, nic->fabric, &p->msg);
 }
 
@@ -251,12 +253,26 @@ static void tx_amo(struct nic *nic, struct nic_work *w)
 	nic_send_pkt(nic, p, tx_in_order(nic, 0));
 }
 
+/* Transmit-engine time of one command. */
+static simtime_t tx_cost(const struct nic *nic, const struct nic_work *w)
+{
+	simtime_t cost = nic->p->tx_cmd;
+	if (w->cmd.op == NIC_CMD_IDC_PUT && w->cmd.dma.length > 0)
+		cost += nic->p->idc_per_64b * ((w->cmd.dma.length + 63) / 64);
+	if (w->cmd.op == NIC_CMD_AMO)
+		cost += nic->p->idc_per_64b; /* the operand slot */
+	return cost;
+}
+
 static void tx_exec(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct nic_work *w = obj;
 	struct nic *nic = w->nic;
 	(void)sim;
 	(void)arg;
+	/* Busy time is counted as commands complete, so a queue left at the end of a run is not counted. */
+	if (nic->active)
+		*nic->c.tx_busy_ps += tx_cost(nic, w);
 	switch (w->cmd.op) {
 	case NIC_CMD_PUT:
 	case NIC_CMD_IDC_PUT:
@@ -275,11 +291,7 @@ void nic_tx_submit(struct nic *nic, struct nic_work *w)
 {
 	simtime_t now = sim_now(nic->sim);
 	simtime_t start = now > nic->tx_free ? now : nic->tx_free;
-	simtime_t cost = nic->p->tx_cmd;
-	if (w->cmd.op == NIC_CMD_IDC_PUT && w->cmd.dma.length > 0)
-		cost += nic->p->idc_per_64b * ((w->cmd.dma.length + 63) / 64);
-	if (w->cmd.op == NIC_CMD_AMO)
-		cost += nic->p->idc_per_64b; /* the operand slot */
+	simtime_t cost = tx_cost(nic, w);
 	nic->tx_free = start + cost;
 	sim_schedule_at(nic->sim, start + cost, tx_exec, w, 0);
 }

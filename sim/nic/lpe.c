@@ -964,6 +964,8 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 		cost = lpe_pkt(nic, w->pkt);
 	} else
 		cost = lpe_tgt_cmd(nic, w);
+	if (nic->active)
+		*nic->c.pe_busy_ps[arg] += cost;
 	pool_put(&nic->rec->work, w);
 	sim_schedule(sim, cost, pe_run, nic, arg);
 }
@@ -984,6 +986,12 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	}
 	if (p->type == PKT_ACK || p->type == PKT_REPLY || p->type == PKT_NACK) {
 		nic_initiator_rx(nic, p);
+		return;
+	}
+	/* A request arrives on a PCT connection (pct.c): with every TCT held by other connections the PCT refuses
+	 * it (C_RC_NO_TARGET_CONN) and the initiator's retry handler sends it again. */
+	if (!nic_pct_tct_use(nic, p)) {
+		nic_send_nack(nic, p);
 		return;
 	}
 	/* A request holds a target request state (TRS) until it is answered; with none left the PCT refuses

@@ -43,6 +43,17 @@ static const struct param nic_params_table[] = {
 	  "assumed: the initiator's retry handler (cxi_rh, a host daemon reading PCT events) resends a NACKed packet; "
 	  "HPE shs-libcxi retry_handler: NACK-only chains are retried at once for their first 3 rounds, so this is "
 	  "the daemon's event latency plus the resend" },
+	{ "pct_sct_entries", "count", 4096, 1, 1 << 20,
+	  "HPE shs-cassini-headers C_PCT_CFG_SCT_CAM_ENTRIES: source connections of a NIC (opens beyond are counted, "
+	  "sim.pct_sct_full)" },
+	{ "pct_tct_entries", "count", 8192, 1, 1 << 20,
+	  "HPE shs-cassini-headers C_PCT_CFG_TCT_CAM_ENTRIES: target connections; a request that needs one more is "
+	  "NACKed (C_RC_NO_TARGET_CONN) and resent by the retry handler" },
+	{ "pct_pid_mask", "mask", 7, 0, 511,
+	  "HPE shs-cxi-driver cass_core.c sct_pid_mask (0x7): destination PID bits that pick a connection" },
+	{ "pct_idle_us", "us", 32.768, 0.001, 1e9,
+	  "HPE shs-cxi-driver C1_DEFAULT_SCT_IDLE_EPOCH 15: 2^15 cycles of Cassini 1's 1 GHz clock (shs-libcxi "
+	  "retry_handler get_epoch_timeout); an idle connection is closed" },
 	{ "amo_unit_ns", "ns", 20, 0, 1e6,
 	  "assumed: the target AMO unit's occupancy per atomic (ALU and ordering check); AMOs of one NIC execute one "
 	  "at a time in arrival order, each also waiting for its host read (a PCIe round trip) before the unit "
@@ -69,6 +80,10 @@ enum {
 	P_EQ_MAX,
 	P_TRS,
 	P_RH_RETRY,
+	P_PCT_SCT,
+	P_PCT_TCT,
+	P_PCT_PID_MASK,
+	P_PCT_IDLE,
 	P_AMO_UNIT,
 };
 
@@ -165,6 +180,7 @@ static const struct nic_ctr_table *ctr_table(void)
 		{ C_OFF(rndzv_puts), "C_CNTR_LPE_RNDZV_PUTS" },
 		{ C_OFF(rndzv_puts_offloaded), "C_CNTR_LPE_RNDZV_PUTS_OFFLOADED" },
 		{ C_OFF(num_truncated), "C_CNTR_LPE_NUM_TRUNCATED" },
+		{ C_OFF(pe_busy_ps), "sim.pe_busy_ps" },
 	};
 	static const struct {
 		size_t off;
@@ -216,6 +232,13 @@ static const struct nic_ctr_table *ctr_table(void)
 		{ C_OFF(no_trs_nacks), "C_CNTR_PCT_NO_TRS_NACKS" },
 		{ C_OFF(rh_retries), "sim.rh_retries" },
 		{ C_OFF(trs_high_water), "sim.trs_high_water" },
+		{ C_OFF(tx_busy_ps), "sim.tx_busy_ps" },
+		{ C_OFF(pct_sct_open), "C_CNTR_PCT_CONN_SCT_OPEN" },
+		{ C_OFF(pct_tct_open), "C_CNTR_PCT_CONN_TCT_OPEN" },
+		{ C_OFF(no_tct_nacks), "C_CNTR_PCT_NO_TCT_NACKS" },
+		{ C_OFF(pct_sct_high_water), "sim.pct_sct_high_water" },
+		{ C_OFF(pct_tct_high_water), "sim.pct_tct_high_water" },
+		{ C_OFF(pct_sct_full), "sim.pct_sct_full" },
 	};
 	for (size_t k = 0; k < ARRAY_SIZE(per_pe); k++)
 		for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
@@ -462,6 +485,7 @@ static void nic_free_one(struct nic *nic)
 	free(nic->vni_counts);
 	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
 		free(nic->pe[pe].q);
+	nic_pct_free(nic);
 	free(nic);
 }
 
@@ -506,6 +530,10 @@ static void read_params(struct nic_world *w, const struct cfg *c)
 	p->eq_slots_max = (uint32_t)param_get_u64(c, &t[P_EQ_MAX]);
 	p->trs_entries = (uint32_t)param_get_u64(c, &t[P_TRS]);
 	p->rh_retry = (simtime_t)(param_get(c, &t[P_RH_RETRY]) * 1e6 + 0.5);
+	p->pct_sct_entries = (uint32_t)param_get_u64(c, &t[P_PCT_SCT]);
+	p->pct_tct_entries = (uint32_t)param_get_u64(c, &t[P_PCT_TCT]);
+	p->pct_pid_mask = (uint32_t)param_get_u64(c, &t[P_PCT_PID_MASK]);
+	p->pct_idle = (simtime_t)(param_get(c, &t[P_PCT_IDLE]) * 1e6 + 0.5);
 	p->amo_unit = (simtime_t)(param_get(c, &t[P_AMO_UNIT]) * 1000.0 + 0.5);
 	if (p->le_pool_reserved > p->le_pool_max_alloc)
 		cfg_fail(c, "le_pool_reserved", "exceeds le_pool_max_alloc (%u)", p->le_pool_max_alloc);

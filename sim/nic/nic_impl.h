@@ -32,6 +32,10 @@ struct nic_params {
 	uint32_t eq_slots_max;
 	uint32_t trs_entries;        /* target request states (PCT TRS CAM): requests a NIC holds at once */
 	simtime_t rh_retry;          /* initiator's retry handler: NACK seen until the packet is resent */
+	uint32_t pct_sct_entries;    /* source connections (PCT SCT CAM) */
+	uint32_t pct_tct_entries;    /* target connections (PCT TCT CAM) */
+	uint32_t pct_pid_mask;       /* destination PID bits that select a connection (driver sct_pid_mask) */
+	simtime_t pct_idle;          /* a connection idle this long is closed (SCT idle epoch) */
 	simtime_t amo_unit;          /* target AMO unit occupancy per atomic */
 };
 
@@ -233,8 +237,16 @@ struct nic_counters {
 	uint64_t *no_trs_nacks;         /* C_CNTR_PCT_NO_TRS_NACKS: requests refused, TRS full (target) */
 	uint64_t *rh_retries;           /* packets the retry handler resent after a NACK (initiator) */
 	uint64_t *trs_high_water;       /* most request states held at once (target) */
+	uint64_t *tx_busy_ps;           /* time the transmit engine spent on commands (tx_cmd per command) */
+	uint64_t *pct_sct_open, *pct_tct_open; /* C_CNTR_PCT_CONN_{SCT,TCT}_OPEN: connections opened (pct.c) */
+	uint64_t *no_tct_nacks;         /* C_CNTR_PCT_NO_TCT_NACKS: requests refused, every TCT held (target) */
+	uint64_t *pct_sct_high_water, *pct_tct_high_water; /* most connections open at once */
+	uint64_t *pct_sct_full;         /* SCT opens beyond the table (counted, not enforced: pct.c) */
+	uint64_t *pe_busy_ps[C_PE_COUNT]; /* time each PE spent on network requests and target commands */
 	uint64_t *fc_transitions[8];    /* STATE_CHANGE by the NIC, per c_sc_reason */
 };
+
+struct nic_pct_table;
 
 struct nic {
 	struct sim *sim;
@@ -267,6 +279,7 @@ struct nic {
 	struct nic_le_pool pools[C_LE_POOLS];
 	struct nic_pe pe[C_PE_COUNT];
 	uint32_t trs_used;        /* requests received and not yet answered (ACK or reply) */
+	struct nic_pct_table *sct, *tct; /* PCT connections (pct.c), created at first use */
 	simtime_t tx_free;        /* transmit engine busy until */
 	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
 	simtime_t dma_read_free;  /* the host-read channel has streamed everything issued before, until then */
@@ -398,6 +411,12 @@ void nic_send_pkt(struct nic *nic, struct nic_pkt *p, simtime_t delay);
 struct nic_pkt *nic_pkt_new(struct nic *nic);
 void nic_pkt_free(struct nic *nic, struct nic_pkt *p);
 void nic_send_nack(struct nic *nic, struct nic_pkt *req);
+/* PCT connections (pct.c): a request leaving (source side) or arriving (target side; false: no TCT left,
+ * NACK it). */
+struct nic_pct_table;
+void nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p);
+bool nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p);
+void nic_pct_free(struct nic *nic);
 void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_t list, uint32_t mlength,
 		  simtime_t delay);
 /* The target NIC fetches the rest of a rendezvous Put: `got` bytes already landed at dst_addr - ...;

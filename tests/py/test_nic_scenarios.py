@@ -76,6 +76,94 @@ def test_same_seed_identical_outputs(run_scenario):
         assert filecmp.cmp(os.path.join(d1, name), os.path.join(d2, name), shallow=False), name
 
 
+BUSY = """\
+name: nic-busy
+seed: 1
+fabric:
+  topology: direct
+  endpoints: 2
+nic:
+  tx_cmd_ns: 40
+  idc_per_64b_ns: 0
+  match_base_ns: {{ match_base | default(40) }}
+  match_per_le_ns: 0
+  tgt_cmd_ns: 50
+nic_loadgen:
+  senders: [0]
+  receiver: 1
+  messages: 400
+  prepost: 64
+"""
+
+
+def telemetry(rundir):
+    with open(os.path.join(rundir, "telemetry.csv"), encoding="utf-8") as f:
+        return {r["name"]: int(r["value"]) for r in csv.DictReader(f)}
+
+
+def test_engine_busy_time_counters(run_scenario):
+    """sim.tx_busy_ps and sim.pe_busy_ps_<pe> add up the transmit engine's and each PE's service times, so a
+    run tells how close a NIC came to its command and request rates (docs/nic.md, "What limits a server
+    NIC")."""
+    for match_base in (40, 70):
+        rundir, _ = run_scenario(BUSY, sets={"match_base": match_base})
+        t = telemetry(rundir)
+        # 400 IDC Puts at tx_cmd each (the sender's only transmit commands)
+        assert t["nic.0.sim.tx_busy_ps"] == 400 * 40_000
+        assert "nic.1.sim.tx_busy_ps" not in t  # the receiver sent nothing (zero counters are not written)
+        for nic in (0, 1):
+            for pe in range(4):
+                puts = t.get(f"nic.{nic}.C_CNTR_LPE_NET_MATCH_REQUESTS_{pe}", 0)
+                cmds = sum(t.get(f"nic.{nic}.C_CNTR_LPE_{k}_CMDS_{pe}", 0) for k in ("APPEND", "SETSTATE"))
+                assert t.get(f"nic.{nic}.sim.pe_busy_ps_{pe}", 0) == puts * match_base * 1000 + cmds * 50_000, (nic, pe)
+        assert t["nic.1.C_CNTR_LPE_PUT_CMDS"] == 400
+
+
+PCT = """\
+name: nic-pct
+seed: 1
+fabric:
+  topology: direct
+  endpoints: 3
+nic:
+  pct_tct_entries: {{ tct | default(8192) }}
+  pct_idle_us: {{ idle | default(32.768) }}
+nic_loadgen:
+  senders: [0, 2]
+  receiver: 1
+  messages: 300
+  prepost: 64
+"""
+
+
+def test_pct_connections_open_once_per_busy_period(run_scenario):
+    """A sender's requests to one receiver share one PCT connection while they keep coming within the idle
+    time (32.8 us); with a 1 ns idle time every request opens its own (docs/nic.md, "PCT connections")."""
+    rundir, m = run_scenario(PCT)
+    t = telemetry(rundir)
+    assert m["nic_loadgen"]["received"] == 600
+    for s in (0, 2):
+        assert t[f"nic.{s}.C_CNTR_PCT_CONN_SCT_OPEN"] == 1
+    assert t["nic.1.C_CNTR_PCT_CONN_TCT_OPEN"] == 2 and t["nic.1.sim.pct_tct_high_water"] == 2
+    rundir, m = run_scenario(PCT, sets={"idle": 0.001})
+    t = telemetry(rundir)
+    assert m["nic_loadgen"]["received"] == 600
+    assert t["nic.0.C_CNTR_PCT_CONN_SCT_OPEN"] == t["nic.2.C_CNTR_PCT_CONN_SCT_OPEN"] == 300
+    assert t["nic.1.C_CNTR_PCT_CONN_TCT_OPEN"] == 600
+
+
+def test_pct_no_target_connection_nack_and_retry(run_scenario):
+    """With one TCT, the second sender's requests are NACKed (C_RC_NO_TARGET_CONN) until the first sender's
+    connection has been idle for the idle time; the retry handler resends them and nothing is lost."""
+    rundir, m = run_scenario(PCT, sets={"tct": 1})
+    t = telemetry(rundir)
+    lg = m["nic_loadgen"]
+    assert lg["received"] == lg["expected"] == 600 and lg["send_errors"] == 0 and lg["out_of_order"] == 0
+    assert t["nic.1.C_CNTR_PCT_NO_TCT_NACKS"] > 0
+    assert t["nic.1.sim.pct_tct_high_water"] == 1
+    assert t.get("nic.0.sim.rh_retries", 0) + t.get("nic.2.sim.rh_retries", 0) == t["nic.1.C_CNTR_PCT_NO_TCT_NACKS"]
+
+
 def write(tmp_path, text):
     p = tmp_path / "bad.yaml.j2"
     p.write_text(text)

@@ -1,0 +1,195 @@
+/* PCT connections: the source (SCT) and target (TCT) connection tables of a Cassini NIC.
+ *
+ * Cassini's reliability layer (the PCT) carries every request on a connection between two NICs.  The
+ * initiator keeps a source connection (SCT) per destination class, the target a target connection (TCT) per
+ * source connection.  The class is the destination NIC, the low bits of the destination PID (the driver's
+ * `sct_pid_mask`, 0x7, HPE shs-cxi-driver cass_core.c) and whether the request goes to a portal index of 128
+ * or more (the top bit of the DFA's endpoint field: unrestricted Gets and Puts get different connections).
+ * A connection opens with its first request (no handshake) and closes once it has been idle for the SCT
+ * idle epoch (2^15 cycles of Cassini 1's 1 GHz clock, 32.8 us: C1_DEFAULT_SCT_IDLE_EPOCH in shs-cxi-driver,
+ * converted as shs-libcxi's retry handler does); the close request frees the TCT and its response the SCT.
+ *
+ * Tables: 4,096 SCTs and 8,192 TCTs per NIC (shs-cassini-headers C_PCT_CFG_SCT_CAM_ENTRIES,
+ * C_PCT_CFG_TCT_CAM_ENTRIES).  A request that needs a new TCT when all are held is NACKed with
+ * C_RC_NO_TARGET_CONN (counted as C_CNTR_PCT_NO_TCT_NACKS) and resent by the initiator's retry handler
+ * (shs-libcxi retry_handler/ordered.c), the same path as a request refused for want of a TRS.  An initiator
+ * with every SCT held makes the request wait until one closes; how long is not in the sources we read, so the
+ * model counts such opens (`sim.pct_sct_full`) and lets them through.
+ *
+ * The model keeps, per NIC and table, each class it has seen with the time of its last request and whether
+ * it is open, and a FIFO of (class, use time) records: a connection whose newest record is older than the
+ * idle time is closed when the FIFO reaches it, so the open count is exact at every use and the high-water
+ * mark is the table occupancy real hardware would need.  The close handshake's round trip (a few us, well
+ * under the idle time) is not added.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util.h"
+#include "nic_impl.h"
+
+struct pct_conn {
+	uint64_t key; /* class + 1; 0: empty slot */
+	simtime_t last;
+	bool open;
+};
+
+struct pct_use {
+	uint64_t key;
+	simtime_t at;
+};
+
+struct nic_pct_table {
+	struct pct_conn *slots;
+	uint32_t cap, n; /* slots, classes seen */
+	uint32_t open, high;
+	struct pct_use *fifo;
+	uint32_t fcap, fhead, flen;
+};
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k;
+}
+
+static struct pct_conn *slot_of(struct nic_pct_table *t, uint64_t key)
+{
+	uint32_t i = (uint32_t)mix(key) & (t->cap - 1);
+	while (t->slots[i].key && t->slots[i].key != key)
+		i = (i + 1) & (t->cap - 1);
+	return &t->slots[i];
+}
+
+static void grow_slots(struct nic_pct_table *t)
+{
+	struct pct_conn *old = t->slots;
+	uint32_t ocap = t->cap;
+	t->cap = ocap ? ocap * 2 : 64;
+	t->slots = xcalloc(t->cap, sizeof(*t->slots));
+	for (uint32_t i = 0; i < ocap; i++)
+		if (old[i].key)
+			*slot_of(t, old[i].key) = old[i];
+	free(old);
+}
+
+static void fifo_push(struct nic_pct_table *t, uint64_t key, simtime_t at)
+{
+	if (t->flen == t->fcap) {
+		uint32_t ncap = t->fcap ? t->fcap * 2 : 64;
+		struct pct_use *n = xmalloc(ncap * sizeof(*n));
+		for (uint32_t i = 0; i < t->flen; i++)
+			n[i] = t->fifo[(t->fhead + i) % t->fcap];
+		free(t->fifo);
+		t->fifo = n;
+		t->fcap = ncap;
+		t->fhead = 0;
+	}
+	t->fifo[(t->fhead + t->flen++) % t->fcap] = (struct pct_use){ key, at };
+}
+
+/* Close every connection idle for `idle` or longer at `now`. */
+static void expire(struct nic_pct_table *t, simtime_t now, simtime_t idle)
+{
+	while (t->flen && t->fifo[t->fhead].at + idle <= now) {
+		struct pct_use u = t->fifo[t->fhead];
+		t->fhead = (t->fhead + 1) % t->fcap;
+		t->flen--;
+		struct pct_conn *c = slot_of(t, u.key);
+		if (c->open && c->last == u.at) {
+			c->open = false;
+			t->open--;
+		}
+	}
+}
+
+/* A request on class `key` at `now`: returns 1 if it opened a connection, 0 if one was open, -1 if it needed
+ * one and `limit` were already open (nothing changes then). */
+static int use(struct nic_pct_table *t, uint64_t key, simtime_t now, simtime_t idle, uint32_t limit)
+{
+	expire(t, now, idle);
+	key++;
+	if (!t->cap || 4 * (t->n + 1) > 3 * t->cap)
+		grow_slots(t);
+	struct pct_conn *c = slot_of(t, key);
+	int opened = 0;
+	if (!c->open) {
+		if (t->open >= limit)
+			return -1;
+		if (!c->key) {
+			c->key = key;
+			t->n++;
+		}
+		c->open = true;
+		if (++t->open > t->high)
+			t->high = t->open;
+		opened = 1;
+	}
+	c->last = now;
+	fifo_push(t, key, now);
+	return opened;
+}
+
+static uint64_t conn_class(const struct nic *nic, uint32_t peer, uint16_t pid, uint16_t index)
+{
+	return ((uint64_t)peer << 12) | ((uint64_t)(pid & nic->p->pct_pid_mask) << 1) | ((index & 0x80) ? 1 : 0);
+}
+
+static struct nic_pct_table *table(struct nic_pct_table **t)
+{
+	if (!*t)
+		*t = xcalloc(1, sizeof(**t));
+	return *t;
+}
+
+void nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p)
+{
+	if (!nic->active)
+		return;
+	struct nic_pct_table *t = table(&nic->sct);
+	simtime_t now = sim_now(nic->sim);
+	uint64_t key = conn_class(nic, p->msg.dst, p->dst_pid, p->index);
+	int r = use(t, key, now, nic->p->pct_idle, UINT32_MAX);
+	if (r == 1) {
+		(*nic->c.pct_sct_open)++;
+		if (t->open > nic->p->pct_sct_entries)
+			(*nic->c.pct_sct_full)++;
+	}
+	if (t->high > *nic->c.pct_sct_high_water)
+		*nic->c.pct_sct_high_water = t->high;
+}
+
+bool nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
+{
+	struct nic_pct_table *t = table(&nic->tct);
+	uint64_t key = conn_class(nic, p->msg.src, p->dst_pid, p->index);
+	int r = use(t, key, sim_now(nic->sim), nic->p->pct_idle, nic->p->pct_tct_entries);
+	if (r < 0) {
+		(*nic->c.no_tct_nacks)++;
+		nic_count_limit(nic);
+		return false;
+	}
+	if (r == 1)
+		(*nic->c.pct_tct_open)++;
+	if (t->high > *nic->c.pct_tct_high_water)
+		*nic->c.pct_tct_high_water = t->high;
+	return true;
+}
+
+static void table_free(struct nic_pct_table *t)
+{
+	if (!t)
+		return;
+	free(t->slots);
+	free(t->fifo);
+	free(t);
+}
+
+void nic_pct_free(struct nic *nic)
+{
+	table_free(nic->sct);
+	table_free(nic->tct);
+	nic->sct = nic->tct = NULL;
+}
