@@ -210,14 +210,18 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 	if (dev->virt)
 		cxip_vt_charge(dev);
 	ssize_t r = cq_read_once(cq, buf, count, src_addr);
-	if (r != -FI_EAGAIN)
+	if (r != -FI_EAGAIN) {
+		if (dev->virt)
+			cxip_vt_rebase(dev);
 		return r;
+	}
 	if (!dev->virt) {
 		sched_yield();
 		return r;
 	}
 	if (cxip_vt_idle(dev, PCB_WAIT_ANY, UINT64_MAX, cq_ready, cq) == 0)
 		r = cq_read_once(cq, buf, count, src_addr);
+	cxip_vt_rebase(dev);
 	return r;
 }
 

@@ -212,6 +212,8 @@ void cxip_dev_add_waiter(struct cxip_dev *dev, int fd);
 void cxip_dev_del_waiter(struct cxip_dev *dev, int fd);
 /* This thread's slot in the process control block (claimed on first use); -1 when every slot is taken. */
 int cxip_dev_thread_slot(struct cxip_dev *dev);
+int cxip_dev_thread_slot_existing(struct cxip_dev *dev);
+void cxip_vt_rebase(struct cxip_dev *dev);
 struct cxip_dev *cxip_dev_current(void); /* this process's connection, or NULL */
 void cxip_dev_add_pollable(struct cxip_dev *dev, int kind, void *obj);
 void cxip_dev_del_pollable(struct cxip_dev *dev, void *obj);

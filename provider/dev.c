@@ -521,6 +521,11 @@ static void slot_key_init(void)
 	pthread_key_create(&slot_key, slot_release);
 }
 
+int cxip_dev_thread_slot_existing(struct cxip_dev *dev)
+{
+	return my_slot >= 0 && my_slot_dev == dev ? my_slot : -1;
+}
+
 int cxip_dev_thread_slot(struct cxip_dev *dev)
 {
 	if (my_slot >= 0 && my_slot_dev == dev)

@@ -53,6 +53,8 @@ ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline
 		if (write(ep->cmdq.efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
 			return -FI_EIO;
 	}
+	if (dev->virt)
+		cxip_vt_rebase(dev);
 	return 0;
 }
 

@@ -120,7 +120,7 @@ static bool resume(struct cxip_dev *dev, struct pcb_thread *t)
 }
 
 /* Charge the CPU time used since the last charge and publish the clock (the thread is BUSY after it). */
-static uint64_t charge(struct cxip_dev *dev, struct pcb_thread *t)
+static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool entered)
 {
 	if (atomic_load(&t->state) != PCB_THREAD_BUSY)
 		resume(dev, t);
@@ -131,7 +131,10 @@ static uint64_t charge(struct cxip_dev *dev, struct pcb_thread *t)
 	}
 	my_cpu_base = cpu;
 	atomic_store(&t->cpu_ns, cpu);
-	atomic_fetch_add(&t->pub_seq, 1);
+	/* A clock read through the interposer publishes the clock but is not an entry into the provider: a
+	 * loop that only reads clocks stays subject to the stall rule (with cpu_scale 0 it never advances). */
+	if (entered)
+		atomic_fetch_add(&t->pub_seq, 1);
 	/* Dekker with the daemon's stall rule: it sets `stalled`, then re-reads pub_seq. */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&t->stalled)) {
@@ -141,7 +144,23 @@ static uint64_t charge(struct cxip_dev *dev, struct pcb_thread *t)
 	}
 	uint64_t clock = atomic_load(&t->vclock_ps);
 	ring_daemon(dev, false, clock);
+	my_cpu_base = thread_cpu_ns(); /* the provider's own work (and this clock read) is not the application's */
 	return clock;
+}
+
+static uint64_t charge(struct cxip_dev *dev, struct pcb_thread *t)
+{
+	return charge_how(dev, t, true);
+}
+
+/* At the end of a provider call: what the provider did since the last charge is not application time. */
+void cxip_vt_rebase(struct cxip_dev *dev)
+{
+	struct pcb_thread *t = dev->virt ? self(dev) : NULL;
+	if (t && atomic_load(&t->state) == PCB_THREAD_BUSY) {
+		my_cpu_base = thread_cpu_ns();
+		atomic_store(&t->cpu_ns, my_cpu_base);
+	}
 }
 
 void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot)
@@ -296,19 +315,34 @@ static struct cxip_dev *ops_dev(void)
 	return dev && dev->virt && !cxip_dev_dead(dev) && !internal_thread ? dev : NULL;
 }
 
+/* The slot of a thread that has used the provider; NULL for one that has not (it only reads clocks or
+ * waits through the clock interposer: a runtime's progress thread).  Those never hold virtual time. */
+static struct pcb_thread *user_self(struct cxip_dev *dev)
+{
+	int s = cxip_dev_thread_slot_existing(dev);
+	return s >= 0 ? &dev->pcb->threads[s] : NULL;
+}
+
 static int op_now(uint64_t *ps)
 {
 	struct cxip_dev *dev = ops_dev();
-	if (!dev || !self(dev))
+	if (!dev)
 		return -1;
-	*ps = cxip_vt_charge(dev);
+	struct pcb_thread *t = user_self(dev);
+	if (!t || atomic_load(&t->state) != PCB_THREAD_BUSY) {
+		/* Not a provider user, or idle: the process's time, read-only (reading a clock is not work). */
+		uint64_t h = atomic_load(&dev->pcb->horizon_ps), c = t ? atomic_load(&t->vclock_ps) : 0;
+		*ps = c > h ? c : h;
+		return 0;
+	}
+	*ps = charge_how(dev, t, false);
 	return 0;
 }
 
 static int op_sleep_until(uint64_t deadline, uint64_t *now)
 {
 	struct cxip_dev *dev = ops_dev();
-	if (!dev || !self(dev))
+	if (!dev || !user_self(dev))
 		return -1;
 	for (;;) {
 		int r = cxip_vt_idle(dev, PCB_WAIT_NONE, deadline, NULL, NULL);
@@ -325,7 +359,7 @@ static int op_sleep_until(uint64_t deadline, uint64_t *now)
 static int op_wait(uint64_t deadline, uint64_t *now)
 {
 	struct cxip_dev *dev = ops_dev();
-	if (!dev || !self(dev))
+	if (!dev || !user_self(dev))
 		return -1;
 	int r = cxip_vt_idle(dev, PCB_WAIT_ANY, deadline, NULL, NULL);
 	if (r == -FI_EIO)

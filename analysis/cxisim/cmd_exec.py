@@ -66,7 +66,7 @@ def _wait_socket(path, proc, timeout=300.0):
     return False
 
 
-def exec_env(sock, build, time_mode="virtual"):
+def exec_env(sock, build, time_mode="virtual", cpu_scale=None):
     env = dict(os.environ)
     provdir = os.path.join(build, "provider")
     old = env.get("FI_PROVIDER_PATH")
@@ -75,7 +75,28 @@ def exec_env(sock, build, time_mode="virtual"):
     env["CXISIM_DAEMON"] = os.path.join(build, "bin", "cxisimd")
     env["CXISIM_NO_AUTOSTART"] = "1"  # the command uses this daemon, never a private one
     env["CXISIM_TIME"] = time_mode    # the provider asks for this mode at attach (mixed modes are refused)
+    env.update(clock_env(env, build, cpu_scale))
     return env
+
+
+def clock_env(env, build, cpu_scale=None):
+    """The clock interposer (libcxisim-clock.so) for every process the command runs: appended to LD_PRELOAD
+    (after what is there, e.g. a sanitizer runtime that must come first).  Processes that attach in virtual
+    time read and spend virtual time through it; the others (mpirun, shells) keep the real clocks.
+    CXISIM_CLOCK_EPOCH is the real REALTIME, MONOTONIC and BOOTTIME at this start (ns): virtual time 0 maps
+    to it, so every process of the run shares one timeline; CXISIM_CPU_SCALE scales the CPU clocks as the
+    provider charges CPU time."""
+    lib = os.path.join(build, "provider", "libcxisim-clock.so")
+    out = {}
+    if os.path.exists(lib):
+        old = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if p and p != lib]
+        out["LD_PRELOAD"] = ":".join(old + [lib])
+    if "CXISIM_CLOCK_EPOCH" not in env:
+        out["CXISIM_CLOCK_EPOCH"] = ",".join(str(time.clock_gettime_ns(c)) for c in
+                                             (time.CLOCK_REALTIME, time.CLOCK_MONOTONIC, time.CLOCK_BOOTTIME))
+    if cpu_scale is not None:
+        out["CXISIM_CPU_SCALE"] = repr(float(cpu_scale))
+    return out
 
 
 def time_mode(cfg, requested):
@@ -130,7 +151,8 @@ def main(args):
                 raise InputError("")
             raise RuntimeError(f"cxisimd did not start: {err.strip()}")
         try:
-            rc = subprocess.call(args.command, env=exec_env(sock, build, mode))
+            emu = cfg.get("emulation") if isinstance(cfg.get("emulation"), dict) else {}
+            rc = subprocess.call(args.command, env=exec_env(sock, build, mode, emu.get("cpu_scale")))
         except FileNotFoundError:
             raise InputError(f"cxisim exec: {args.command[0]}: command not found")
         rc = rc if rc >= 0 else 128 - rc

@@ -355,7 +355,7 @@ static bool thread_in_sleep(pid_t pid, int32_t tid)
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return true;
+		return true; /* unknown (it may have just woken): the cautious pace */
 	buf[n] = 0;
 	long nr = strtol(buf, NULL, 10);
 	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
@@ -412,7 +412,9 @@ static void stall_check_client(struct daemon *d, struct client *c, double wall, 
 		 * CPU time is free: idle. */
 		if (!mark_stalled(t, v))
 			continue;
-		bool sleeping = !known || thread_in_sleep(c->pid, t->tid);
+		/* A running or runnable thread is computing, never sleeping (its /proc syscall file cannot be
+		 * read while it runs). */
+		bool sleeping = (!known || st != 'R') && thread_in_sleep(c->pid, t->tid);
 		v->pace = sleeping ? PACE_WALL : PACE_NONE;
 		v->eff = clk;
 		v->seen_wall = wall;

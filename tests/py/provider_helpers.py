@@ -15,6 +15,7 @@ BUILD_DIR = os.path.join(REPO, BUILD)
 CXISIM = os.path.join(REPO, "cxisim")
 DAEMON = os.path.join(BUILD_DIR, "bin", "cxisimd")
 PROGS = os.path.join(BUILD_DIR, "tests", "provider")
+CLOCK_LIB = os.path.join(BUILD_DIR, "provider", "libcxisim-clock.so")
 SANITIZED = BUILD.rstrip("/").endswith("-san")
 
 
@@ -53,7 +54,8 @@ def wrap(cmd):
         return list(cmd)
     ours = os.path.realpath(cmd[0]).startswith(os.path.realpath(BUILD_DIR))
     extra = [] if ours else ["ASAN_OPTIONS=abort_on_error=1:detect_leaks=0"]
-    return ["env", f"LD_PRELOAD={PRELOAD}", *extra, *cmd]
+    # The clock interposer `cxisim exec` preloads comes after the sanitizer runtimes (they must be first).
+    return ["env", f"LD_PRELOAD={PRELOAD}:{CLOCK_LIB}", *extra, *cmd]
 
 
 def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None, time_mode=None, daemon_log=None):

@@ -47,7 +47,10 @@ def test_mpi_uses_cxi_provider(tmp_path):
 
 def test_netpipe(tmp_path):
     out_file = tmp_path / "np.out"
-    r = cxisim_exec([*MPIRUN, "-np", "2", "NPopenmpi", "-u", "8192", "-p", "0", "-o", str(out_file)], timeout=300)
+    # -n: a fixed number of repeats.  NetPIPE otherwise sizes them to fill 0.25 s per point, which in virtual
+    # time (the clock interposer) is ~10^5 round trips of a few microseconds each.
+    r = cxisim_exec([*MPIRUN, "-np", "2", "NPopenmpi", "-u", "8192", "-n", "100", "-p", "0", "-o", str(out_file)],
+                    timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = [line.split() for line in out_file.read_text().splitlines() if line.strip()]
     sizes = [int(row[0]) for row in rows]

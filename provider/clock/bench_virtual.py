@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""`make bench` for virtual time (target bench-virtual):
+
+1. fi_pingpong 8 B over cxi under virtual time: the wall time per simulated round trip, next to the realtime
+   mode's wall time per round trip, measured in the same run (alternating, median of BENCH_TRIALS), idle and
+   with two CPU hogs on the two cores.  Target: virtual within 2x of realtime.  The wall time per round trip
+   is the difference of two runs (BENCH_ITERS and 5 x BENCH_ITERS iterations) divided by the difference of
+   their round trips, so start-up and attach cancel out.
+2. Open MPI, 8 ranks, an Allreduce loop (tests/progs/provider/mpi_allreduce_loop) under virtual time: the
+   simulated time MPI_Wtime reports and the wall time of the loop; their ratio is the slowdown factor."""
+import contextlib
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+BUILD = os.environ.get("CXISIM_BUILD", "build")
+CXISIM = os.path.join(REPO, "cxisim")
+TRIALS = int(os.environ.get("BENCH_TRIALS", "3"))
+ITERS = int(os.environ.get("BENCH_ITERS", "2000"))
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
+          "--mca", "mtl_ofi_provider_include", "cxi", "--mca", "btl", "self"]
+
+
+@contextlib.contextmanager
+def hogs(n):
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        time.sleep(0.2)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def pingpong(mode, iters):
+    """(simulated or realtime usec per one-way transfer as printed, wall seconds of the client run)."""
+    port = str(20000 + (os.getpid() + int(time.time() * 1000)) % 20000)
+    args = f"fi_pingpong -p cxi -e rdm -S 8 -I {iters}"
+    script = (f"{args} -B {port} > /dev/null 2>&1 &\nsrv=$!\nsleep 0.3\n"
+              f"t0=$(date +%s%N)\n{args} -P {port} localhost\nrc=$?\nt1=$(date +%s%N)\n"
+              f"echo wall_ns=$((t1 - t0))\nwait $srv\nexit $rc\n")
+    r = subprocess.run([sys.executable, CXISIM, "exec", "--time", mode, "--", "bash", "-c", script],
+                       capture_output=True, text=True, timeout=600, cwd=REPO)
+    m = re.search(r"^\S+\s+\S+\s+=\S+\s+\S+\s+\S+s\s+\S+\s+(\S+)\s+(\S+)\s*$", r.stdout, re.M)
+    w = re.search(r"wall_ns=(\d+)", r.stdout)
+    if r.returncode or not m or not w:
+        sys.exit(f"bench: fi_pingpong ({mode}) failed:\n{r.stdout}\n{r.stderr}")
+    return float(m.group(1)), int(w.group(1)) / 1e9
+
+
+def wall_per_rt(mode):
+    """Wall microseconds per round trip (two iteration counts, start-up cancelled) and the printed
+    one-way latency of the long run."""
+    lat, w_short = pingpong(mode, ITERS)
+    lat, w_long = pingpong(mode, 5 * ITERS)
+    return (w_long - w_short) / (4 * ITERS) * 1e6, lat
+
+
+def bench_pingpong():
+    print(f"virtual-time bench: fi_pingpong -p cxi -e rdm -S 8, wall time per round trip from "
+          f"{ITERS} and {5 * ITERS} iterations, median of {TRIALS} trials, virtual and realtime alternating")
+    for load, n in (("idle", 0), ("2 CPU hogs", 2)):
+        with hogs(n):
+            v, r, vlat, rlat = [], [], [], []
+            for _ in range(TRIALS):
+                x, lat = wall_per_rt("virtual")
+                v.append(x)
+                vlat.append(lat)
+                x, lat = wall_per_rt("realtime")
+                r.append(x)
+                rlat.append(lat)
+        mv, mr = statistics.median(v), statistics.median(r)
+        print(f"fi_pingpong 8 B, {load}: virtual {mv:.1f} us wall per round trip (simulated round trip "
+              f"{2 * statistics.median(vlat):.2f} us, printed {min(vlat):.2f}..{max(vlat):.2f} us/xfer); "
+              f"realtime {mr:.1f} us wall per round trip (printed {min(rlat):.2f}..{max(rlat):.2f} us/xfer); "
+              f"virtual/realtime {mv / mr:.2f}x (target <= 2x)")
+        sys.stdout.flush()
+
+
+def bench_allreduce(ranks=8, iters=2000):
+    prog = os.path.join(REPO, BUILD, "tests", "provider", "mpi_allreduce_loop")
+    script = (f"t0=$(date +%s%N)\n{' '.join(MPIRUN)} -np {ranks} {prog} {{n}} 1\nrc=$?\n"
+              f"t1=$(date +%s%N)\necho wall_ns=$((t1 - t0))\nexit $rc\n")
+    res = {}
+    for n in (iters // 5, iters):
+        r = subprocess.run([sys.executable, CXISIM, "exec", "--", "bash", "-c", script.format(n=n)],
+                           capture_output=True, text=True, timeout=1200, cwd=REPO)
+        m = re.search(r"mpi_wtime=(\S+) per_iter_us=(\S+)", r.stdout)
+        w = re.search(r"wall_ns=(\d+)", r.stdout)
+        if r.returncode or not m or not w:
+            sys.exit(f"bench: allreduce loop failed:\n{r.stdout}\n{r.stderr}")
+        res[n] = (float(m.group(1)), int(w.group(1)) / 1e9)
+    (s1, w1), (s2, w2) = res[iters // 5], res[iters]
+    sim, wall = s2 - s1, w2 - w1
+    print(f"Open MPI Allreduce (8 B, {ranks} ranks) under virtual time: {res[iters][0] / iters * 1e6:.2f} us "
+          f"simulated per Allreduce; {iters - iters // 5} more iterations took {sim * 1e3:.3f} ms simulated "
+          f"and {wall:.2f} s wall: slowdown {wall / sim:.0f}x (wall / simulated)")
+
+
+def main():
+    bench_pingpong()
+    bench_allreduce()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,372 @@
+/* libcxisim-clock.so, part 1: registration, the mapping from virtual time to the clocks, and the clock
+ * reads (clock_gettime, gettimeofday, time, timespec_get, syscall(SYS_clock_gettime...)).
+ *
+ * Mapping (docs/provider.md "Time"): a clock of family F reads offset[F] + virtual ns, where
+ *   offset[F] = max(epoch[F], real[F] - virtual ns), both taken at the process's first virtual read.
+ * epoch[F] is the real clock when `cxisim exec` started (CXISIM_CLOCK_EPOCH), so the processes of a run
+ * share one timeline and REALTIME reads as a date of the run; the max() keeps a process that read the
+ * real clock before it attached from ever seeing time go backwards (it then continues from its real time).
+ * CPU clocks read the real CPU time times CXISIM_CPU_SCALE (the scenario's cpu_scale), the rate at which
+ * the provider charges CPU time to the thread's virtual clock; without it they are real. */
+#include "interposer.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static const struct cxisim_clock_ops *_Atomic g_ops;
+/* Text segment of the library that registered the ops: its calls are never virtual. */
+static _Atomic uintptr_t g_reg_lo, g_reg_hi;
+/* > 0 while this thread is inside an op. */
+static __thread int t_in_ops;
+
+static uint64_t g_epoch[CLK_F_N];
+static uint64_t g_offset[CLK_F_N];
+static _Atomic int g_offset_state; /* 0 not computed, 1 being computed, 2 ready */
+static double g_cpu_scale = -1; /* < 0: CPU clocks stay real */
+
+static const clockid_t family_clock[CLK_F_N] = {CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_TAI};
+
+/* ---- real functions ---- */
+
+typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
+typedef long (*syscall_fn)(long, ...);
+static _Atomic(clock_gettime_fn) real_clock_gettime_p;
+static _Atomic(syscall_fn) real_syscall_p;
+
+int clk_real_clock_gettime(clockid_t c, struct timespec *ts)
+{
+	clock_gettime_fn f = atomic_load_explicit(&real_clock_gettime_p, memory_order_relaxed);
+	if (!f) {
+		f = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
+		if (!f) /* no libc below us (cannot happen with glibc): the system call */
+			return (int)clk_real_syscall6(SYS_clock_gettime, c, (long)ts, 0, 0, 0, 0);
+		atomic_store_explicit(&real_clock_gettime_p, f, memory_order_relaxed);
+	}
+	return f(c, ts);
+}
+
+long clk_real_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	syscall_fn s = atomic_load_explicit(&real_syscall_p, memory_order_relaxed);
+	if (!s) {
+		s = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+		atomic_store_explicit(&real_syscall_p, s, memory_order_relaxed);
+	}
+	return s(nr, a, b, c, d, e, f);
+}
+
+#define REAL(ret, name, ...)                                                                              \
+	static ret (*real_##name)(__VA_ARGS__);                                                          \
+	static ret (*get_real_##name(void))(__VA_ARGS__)                                                 \
+	{                                                                                                \
+		if (!real_##name)                                                                        \
+			real_##name = (ret(*)(__VA_ARGS__))dlsym(RTLD_NEXT, #name);                      \
+		return real_##name;                                                                      \
+	}
+
+REAL(int, gettimeofday, struct timeval *, void *)
+REAL(time_t, time, time_t *)
+REAL(int, timespec_get, struct timespec *, int)
+
+/* ---- registration ---- */
+
+struct text_range {
+	uintptr_t addr, lo, hi;
+};
+
+static int find_segment(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct text_range *r = arg;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (r->addr >= lo && r->addr < hi) {
+			r->lo = lo;
+			r->hi = hi;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void forget_ops_in_child(void)
+{
+	/* A forked child is not attached: it reads real clocks until its own provider registers. */
+	atomic_store(&g_ops, NULL);
+}
+
+CLK_EXPORT void cxisim_clock_register(const struct cxisim_clock_ops *ops)
+{
+	if (!ops || ops->version < 1 || !ops->now || !ops->sleep_until || !ops->wait) {
+		atomic_store(&g_ops, NULL);
+		return;
+	}
+	struct text_range r = {.addr = (uintptr_t)ops->now};
+	if (dl_iterate_phdr(find_segment, &r)) {
+		atomic_store(&g_reg_lo, r.lo);
+		atomic_store(&g_reg_hi, r.hi);
+	}
+	atomic_store(&g_ops, ops);
+	if (getenv("CXISIM_CLOCK_DEBUG"))
+		fprintf(stderr, "cxisim-clock: ops registered (pid %d), tsc trap %d\n", (int)getpid(),
+			clk_tsc_state());
+}
+
+static int from_registrant(const void *ra)
+{
+	uintptr_t a = (uintptr_t)ra, lo = atomic_load_explicit(&g_reg_lo, memory_order_relaxed),
+		  hi = atomic_load_explicit(&g_reg_hi, memory_order_relaxed);
+	return a >= lo && a < hi;
+}
+
+const struct cxisim_clock_ops *clk_active(const void *ra)
+{
+	const struct cxisim_clock_ops *o = atomic_load_explicit(&g_ops, memory_order_acquire);
+	if (!o || t_in_ops || from_registrant(ra))
+		return NULL;
+	return o;
+}
+
+/* ---- the mapping ---- */
+
+int clk_family_of(clockid_t c)
+{
+	switch (c) {
+	case CLOCK_REALTIME:
+	case CLOCK_REALTIME_COARSE:
+	case CLOCK_REALTIME_ALARM:
+		return CLK_F_REALTIME;
+	case CLOCK_MONOTONIC:
+	case CLOCK_MONOTONIC_RAW:
+	case CLOCK_MONOTONIC_COARSE:
+		return CLK_F_MONOTONIC;
+	case CLOCK_BOOTTIME:
+	case CLOCK_BOOTTIME_ALARM:
+		return CLK_F_BOOTTIME;
+	case CLOCK_TAI:
+		return CLK_F_TAI;
+	default:
+		return -1;
+	}
+}
+
+static void compute_offsets(uint64_t vt_ns)
+{
+	int expect = 0;
+	if (atomic_compare_exchange_strong(&g_offset_state, &expect, 1)) {
+		for (int f = 0; f < CLK_F_N; f++) {
+			struct timespec ts;
+			uint64_t real = clk_real_clock_gettime(family_clock[f], &ts) == 0 ? clk_ts_to_ns(&ts) : 0;
+			uint64_t lift = real > vt_ns ? real - vt_ns : 0;
+			g_offset[f] = lift > g_epoch[f] ? lift : g_epoch[f];
+		}
+		if (g_epoch[CLK_F_TAI] == 0 && g_epoch[CLK_F_REALTIME] != 0) {
+			/* TAI keeps its real distance from REALTIME (leap seconds). */
+			struct timespec a, b;
+			clk_real_clock_gettime(CLOCK_REALTIME, &a);
+			clk_real_clock_gettime(CLOCK_TAI, &b);
+			uint64_t d = clk_ts_to_ns(&b) - clk_ts_to_ns(&a);
+			if (g_offset[CLK_F_REALTIME] + d > g_offset[CLK_F_TAI])
+				g_offset[CLK_F_TAI] = g_offset[CLK_F_REALTIME] + d;
+		}
+		atomic_store(&g_offset_state, 2);
+		return;
+	}
+	while (atomic_load(&g_offset_state) != 2)
+		; /* another thread is computing them: a few clock reads */
+}
+
+uint64_t clk_offset_ns(int family)
+{
+	return g_offset[family];
+}
+
+int clk_now_ps(const struct cxisim_clock_ops *o, uint64_t *ps)
+{
+	t_in_ops++;
+	int r = o->now(ps);
+	t_in_ops--;
+	if (r == 0 && atomic_load_explicit(&g_offset_state, memory_order_acquire) != 2)
+		compute_offsets(*ps / 1000u);
+	return r;
+}
+
+int clk_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t *ns)
+{
+	uint64_t ps;
+	if (clk_now_ps(o, &ps) != 0)
+		return -1;
+	*ns = g_offset[family] + ps / 1000u;
+	return 0;
+}
+
+int clk_sleep_until(const struct cxisim_clock_ops *o, uint64_t deadline_ps, uint64_t *now_ps)
+{
+	t_in_ops++;
+	int r = o->sleep_until(deadline_ps, now_ps);
+	t_in_ops--;
+	return r;
+}
+
+int clk_wait(const struct cxisim_clock_ops *o, uint64_t deadline_ps, uint64_t *now_ps)
+{
+	t_in_ops++;
+	int r = o->wait(deadline_ps, now_ps);
+	t_in_ops--;
+	return r;
+}
+
+/* ---- clock reads ---- */
+
+/* 0 done, 1 not handled here (the caller uses the real function). */
+static int virtual_gettime(const struct cxisim_clock_ops *o, clockid_t c, struct timespec *ts)
+{
+	int f = clk_family_of(c);
+	if (f < 0) {
+		if ((c != CLOCK_PROCESS_CPUTIME_ID && c != CLOCK_THREAD_CPUTIME_ID) || g_cpu_scale < 0)
+			return 1;
+		struct timespec r;
+		if (clk_real_clock_gettime(c, &r) != 0)
+			return 1;
+		clk_ns_to_ts((uint64_t)((double)clk_ts_to_ns(&r) * g_cpu_scale), ts);
+		return 0;
+	}
+	uint64_t ns;
+	if (clk_virtual_ns(o, f, &ns) != 0)
+		return 1;
+	clk_ns_to_ts(ns, ts);
+	return 0;
+}
+
+CLK_EXPORT int clock_gettime(clockid_t c, struct timespec *ts)
+{
+	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
+	if (o && virtual_gettime(o, c, ts) == 0)
+		return 0;
+	return clk_real_clock_gettime(c, ts);
+}
+
+CLK_EXPORT int gettimeofday(struct timeval *restrict tv, void *restrict tz)
+{
+	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
+	uint64_t ns;
+	if (o && tv && clk_virtual_ns(o, CLK_F_REALTIME, &ns) == 0) {
+		tv->tv_sec = (time_t)(ns / 1000000000u);
+		tv->tv_usec = (suseconds_t)(ns % 1000000000u / 1000u);
+		return tz ? get_real_gettimeofday()(NULL, tz) : 0;
+	}
+	return get_real_gettimeofday()(tv, tz);
+}
+
+CLK_EXPORT time_t time(time_t *t)
+{
+	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
+	uint64_t ns;
+	if (o && clk_virtual_ns(o, CLK_F_REALTIME, &ns) == 0) {
+		time_t s = (time_t)(ns / 1000000000u);
+		if (t)
+			*t = s;
+		return s;
+	}
+	return get_real_time()(t);
+}
+
+/* C11's timespec_get reads CLOCK_REALTIME inside libc, past the clock_gettime symbol. */
+CLK_EXPORT int timespec_get(struct timespec *ts, int base)
+{
+	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
+	uint64_t ns;
+	if (o && base == TIME_UTC && clk_virtual_ns(o, CLK_F_REALTIME, &ns) == 0) {
+		clk_ns_to_ts(ns, ts);
+		return base;
+	}
+	return get_real_timespec_get()(ts, base);
+}
+
+/* Sleeps reached through syscall(2) (waits.c). */
+long clk_syscall_sleep(const struct cxisim_clock_ops *o, long nr, long a, long b, long c, long d, int *handled);
+
+/* syscall(SYS_clock_gettime, ...) and friends bypass the clock_gettime symbol: serve them here, forward
+ * everything else unchanged. */
+CLK_EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
+	if (o) {
+		uint64_t ns;
+		switch (nr) {
+		case SYS_clock_gettime:
+			if (a[1] && virtual_gettime(o, (clockid_t)a[0], (struct timespec *)a[1]) == 0)
+				return 0;
+			break;
+		case SYS_gettimeofday:
+			if (a[0] && clk_virtual_ns(o, CLK_F_REALTIME, &ns) == 0) {
+				struct timeval *tv = (struct timeval *)a[0];
+				tv->tv_sec = (time_t)(ns / 1000000000u);
+				tv->tv_usec = (suseconds_t)(ns % 1000000000u / 1000u);
+				return a[1] ? clk_real_syscall6(nr, 0, a[1], 0, 0, 0, 0) : 0;
+			}
+			break;
+		case SYS_time:
+			if (clk_virtual_ns(o, CLK_F_REALTIME, &ns) == 0) {
+				if (a[0])
+					*(time_t *)a[0] = (time_t)(ns / 1000000000u);
+				return (long)(ns / 1000000000u);
+			}
+			break;
+		case SYS_nanosleep:
+		case SYS_clock_nanosleep: {
+			int handled = 0;
+			long r = clk_syscall_sleep(o, nr, a[0], a[1], a[2], a[3], &handled);
+			if (handled)
+				return r;
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	return clk_real_syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* ---- start-up ---- */
+
+__attribute__((constructor)) static void clk_init(void)
+{
+	const char *e = getenv("CXISIM_CLOCK_EPOCH");
+	if (e) {
+		unsigned long long v[3];
+		if (sscanf(e, "%llu,%llu,%llu", &v[0], &v[1], &v[2]) == 3) {
+			g_epoch[CLK_F_REALTIME] = v[0];
+			g_epoch[CLK_F_MONOTONIC] = v[1];
+			g_epoch[CLK_F_BOOTTIME] = v[2];
+		}
+	}
+	const char *s = getenv("CXISIM_CPU_SCALE");
+	if (s && *s) {
+		char *end;
+		double d = strtod(s, &end);
+		if (*end == '\0' && d >= 0)
+			g_cpu_scale = d;
+	}
+	pthread_atfork(NULL, NULL, forget_ops_in_child);
+	clk_tsc_init();
+}

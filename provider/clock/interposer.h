@@ -1,0 +1,67 @@
+/* libcxisim-clock.so: the clock interposer's internal interface (shared by its source files).
+ *
+ * The library is LD_PRELOADed by `cxisim exec` into every process it runs.  Until the provider registers its
+ * ops (a process attached in virtual time), every interposed function is the real one.  Afterwards, calls
+ * from the application read and spend virtual time through the ops; calls from the registering library
+ * itself (the provider) and calls made while inside an op stay real, so the provider never recurses into
+ * itself through its own clock reads.  See docs/provider.md "Time". */
+#ifndef CXISIM_CLOCK_INTERPOSER_H
+#define CXISIM_CLOCK_INTERPOSER_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "../cxisim_clock.h"
+
+#define CLK_EXPORT __attribute__((visibility("default")))
+
+/* Clock families: the clocks of one family share an offset (virtual ns + offset = the clock's value). */
+enum clk_family { CLK_F_REALTIME, CLK_F_MONOTONIC, CLK_F_BOOTTIME, CLK_F_TAI, CLK_F_N };
+
+/* The active ops for a call whose return address is `ra`, or NULL when the call must be real (no ops,
+ * the caller is the registering library, or this thread is inside an op). */
+const struct cxisim_clock_ops *clk_active(const void *ra);
+
+/* Virtual time of the calling thread in ns of family f (offset applied); 0 on success, -1: use real. */
+int clk_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t *ns);
+/* The calling thread's virtual time in ps (no offset). */
+int clk_now_ps(const struct cxisim_clock_ops *o, uint64_t *ps);
+/* Offset in ns of family f (valid after the first successful clk_virtual_ns/clk_now_ps). */
+uint64_t clk_offset_ns(int family);
+/* The family of a clock id, or -1 for clocks that are not virtualised this way (CPU clocks). */
+int clk_family_of(clockid_t c);
+/* ops->sleep_until / ops->wait with the re-entrancy guard held. */
+int clk_sleep_until(const struct cxisim_clock_ops *o, uint64_t deadline_ps, uint64_t *now_ps);
+int clk_wait(const struct cxisim_clock_ops *o, uint64_t deadline_ps, uint64_t *now_ps);
+
+/* Real libc functions (resolved with dlsym(RTLD_NEXT) on first use). */
+int clk_real_clock_gettime(clockid_t c, struct timespec *ts);
+long clk_real_syscall6(long nr, long a, long b, long c, long d, long e, long f);
+
+/* The cycle counter (tsc.c): trap rdtsc/rdtscp when the CPU honours PR_SET_TSC, emulate it. */
+void clk_tsc_init(void);
+/* 1 if rdtsc traps in this process (probe succeeded), 0 if it does not, -1 if trapping is off. */
+int clk_tsc_state(void);
+
+/* ps <-> ns / timespec helpers (saturating). */
+static inline uint64_t clk_ts_to_ns(const struct timespec *ts)
+{
+	if (ts->tv_sec < 0)
+		return 0;
+	if ((uint64_t)ts->tv_sec > UINT64_MAX / 1000000000u - 1)
+		return UINT64_MAX / 1000u;
+	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+static inline uint64_t clk_ns_to_ps(uint64_t ns)
+{
+	return ns > UINT64_MAX / 1000u - 1 ? UINT64_MAX - 1 : ns * 1000u;
+}
+
+static inline void clk_ns_to_ts(uint64_t ns, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ns / 1000000000u);
+	ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+#endif

@@ -1,0 +1,223 @@
+/* libcxisim-clock.so, part 3: the x86 cycle counter.
+ *
+ * rdtsc/rdtscp bypass every library call.  At start the interposer asks the kernel to fault them
+ * (prctl(PR_SET_TSC, PR_TSC_SIGSEGV): every thread created afterwards inherits it) and emulates the faulting
+ * instruction in a SIGSEGV handler: the counter reads (MONOTONIC offset + virtual ns) x the TSC rate once
+ * the process is attached in virtual time, and the real counter otherwise (re-enabled for one instruction).
+ * A fault from the vDSO (which reads the TSC for clock_gettime on TSC clocksources) is served the real
+ * counter too.  The application's own SIGSEGV handler keeps working: sigaction()/signal() for SIGSEGV are
+ * recorded and called for every fault that is not a trapped counter read.
+ *
+ * Some hypervisors do not honour the CPU's time-stamp-disable bit (Firecracker guests: the prctl succeeds and
+ * rdtsc still runs).  A probe rdtsc at start tells; trapping is then switched off (clk_tsc_state() == 0) and
+ * the counter is the real one.  CXISIM_CLOCK_TSC=real turns trapping off. */
+#include "interposer.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sched.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+static sigaction_fn real_sigaction;
+static int g_state = -1;	 /* -1 off, 0 probe failed (no trap), 1 trapping */
+static uint64_t g_tsc_khz;	 /* emulated counter rate */
+static struct sigaction g_app; /* the application's SIGSEGV disposition */
+static volatile sig_atomic_t g_probe_hit;
+static uintptr_t g_vdso_lo, g_vdso_hi;
+
+int clk_tsc_state(void)
+{
+	return g_state;
+}
+
+static uint64_t real_tsc(void)
+{
+	/* Counter reads fault in this thread: allow them for one instruction. */
+	uint32_t lo, hi;
+	prctl(PR_SET_TSC, PR_TSC_ENABLE);
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	prctl(PR_SET_TSC, PR_TSC_SIGSEGV);
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static uint64_t emulated_tsc(uintptr_t ip)
+{
+	if (ip >= g_vdso_lo && ip < g_vdso_hi)
+		return real_tsc();
+	const struct cxisim_clock_ops *o = clk_active(NULL);
+	uint64_t ns;
+	if (!o || clk_virtual_ns(o, CLK_F_MONOTONIC, &ns) != 0)
+		return real_tsc();
+	return (uint64_t)((unsigned __int128)ns * g_tsc_khz / 1000000u);
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction app = g_app;
+	if (app.sa_flags & SA_SIGINFO) {
+		if (app.sa_sigaction) {
+			app.sa_sigaction(sig, si, uc);
+			return;
+		}
+	} else if (app.sa_handler == SIG_IGN) {
+		return;
+	} else if (app.sa_handler != SIG_DFL) {
+		app.sa_handler(sig);
+		return;
+	}
+	/* Default action: restore it and return; the faulting instruction faults again and kills us. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	real_sigaction(SIGSEGV, &dfl, NULL);
+}
+
+static void on_segv(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	greg_t *g = uc->uc_mcontext.gregs;
+	/* A disabled counter read is a general-protection fault: SI_KERNEL, the instruction at RIP. */
+	if (si->si_code == SI_KERNEL && g[REG_RIP]) {
+		const unsigned char *ip = (const unsigned char *)g[REG_RIP];
+		int len = ip[0] == 0x0f && ip[1] == 0x31			     ? 2
+			  : ip[0] == 0x0f && ip[1] == 0x01 && ip[2] == 0xf9 ? 3
+									     : 0;
+		if (len) {
+			if (g_state < 1) { /* the start-up probe */
+				g_probe_hit = 1;
+				g[REG_RAX] = g[REG_RDX] = 0;
+			} else {
+				int saved = errno;
+				uint64_t t = emulated_tsc((uintptr_t)ip);
+				g[REG_RAX] = (greg_t)(t & 0xffffffffu);
+				g[REG_RDX] = (greg_t)(t >> 32);
+				if (len == 3) /* rdtscp: IA32_TSC_AUX, which Linux sets to the cpu (and node << 12) */
+					g[REG_RCX] = sched_getcpu();
+				errno = saved;
+			}
+			g[REG_RIP] += len;
+			return;
+		}
+	}
+	chain(sig, si, ucv);
+}
+
+/* The application's SIGSEGV handler is recorded, ours stays installed. */
+CLK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction)
+		real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+	if (sig != SIGSEGV || g_state != 1)
+		return real_sigaction(sig, act, old);
+	if (old)
+		*old = g_app;
+	if (act)
+		g_app = *act;
+	return 0;
+}
+
+CLK_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	if (sig != SIGSEGV || g_state != 1) {
+		sighandler_t (*real_signal)(int, sighandler_t) = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
+		return real_signal(sig, h);
+	}
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sa.sa_flags = SA_RESTART; /* glibc's signal(): BSD semantics */
+	sigaddset(&sa.sa_mask, sig);
+	if (sigaction(sig, &sa, &old) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+static uint64_t tsc_khz(void)
+{
+	const char *e = getenv("CXISIM_CLOCK_TSC_KHZ");
+	if (e && atoll(e) > 0)
+		return (uint64_t)atoll(e);
+	/* What Open MPI's linux timer also reads: the first "cpu MHz" of /proc/cpuinfo. */
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	double mhz = 0;
+	if (f) {
+		char line[256];
+		while (fgets(line, sizeof(line), f))
+			if (strncmp(line, "cpu MHz", 7) == 0 && sscanf(strchr(line, ':') + 1, "%lf", &mhz) == 1)
+				break;
+		fclose(f);
+	}
+	return mhz > 0 ? (uint64_t)(mhz * 1000) : 2000000u;
+}
+
+static void vdso_range(void)
+{
+	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
+	uintptr_t hi = base;
+	for (int i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && base + ph[i].p_vaddr + ph[i].p_memsz > hi)
+			hi = base + ph[i].p_vaddr + ph[i].p_memsz;
+	g_vdso_lo = base;
+	g_vdso_hi = hi;
+}
+
+void clk_tsc_init(void)
+{
+	real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+	const char *e = getenv("CXISIM_CLOCK_TSC");
+	/* Only processes that may attach (run by `cxisim exec`) trap the counter. */
+	if (!real_sigaction || (e && strcmp(e, "real") == 0) || !getenv("CXISIM_SOCKET"))
+		return;
+	g_tsc_khz = tsc_khz();
+	vdso_range();
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (real_sigaction(SIGSEGV, &sa, &g_app) != 0)
+		return;
+	g_state = 0;
+	if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV) == 0) {
+		uint32_t lo, hi;
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		(void)lo;
+		(void)hi;
+	}
+	if (g_probe_hit) {
+		g_state = 1;
+		return;
+	}
+	/* No trap on this machine: put everything back. */
+	prctl(PR_SET_TSC, PR_TSC_ENABLE);
+	real_sigaction(SIGSEGV, &g_app, NULL);
+}
+
+#else /* not x86-64: no cycle counter to trap */
+
+int clk_tsc_state(void)
+{
+	return -1;
+}
+
+void clk_tsc_init(void)
+{
+}
+
+#endif

@@ -1,0 +1,133 @@
+/* What an application thread's virtual clock sees between messages over the cxi provider (run under
+ * `cxisim exec`, virtual time): a ping-pong of 8-byte messages between two processes where, before each
+ * ping, the pinger
+ *   burn:  burns 1 ms of CPU time (measured on the thread's CPU clock through a raw system call), or
+ *   sleep: sleeps 10 ms with nanosleep,
+ * and reads CLOCK_MONOTONIC (virtual, through the interposer) around it; or
+ *   rt:     measures each round trip (receive posted before the send, as fi_pingpong does);
+ *   rt-mpi: the same with a blocking send's order (each side waits for its send's completion, then posts
+ *           its receive: what MPI_Send + MPI_Recv do over Open MPI's OFI MTL).
+ * Prints one line per iteration: "<mode> <virtual ns> <cpu ns> <wall ns>", then "PASSED clock_work" when
+ * every message arrived. */
+#include <sys/syscall.h>
+
+#include "../provider/common.h"
+
+#define ITERS 20
+
+static uint64_t raw_clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(SYS_clock_gettime), "D"(c), "S"(&ts) : "rcx", "r11", "memory");
+	return r == 0 ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void burn(uint64_t ns)
+{
+	uint64_t t0 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	volatile uint64_t x = 0;
+	while (raw_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0 < ns)
+		for (int i = 0; i < 1000; i++)
+			x++;
+}
+
+static bool mpi_order;
+
+static void msg(struct t_ep *t, fi_addr_t peer, bool send_first)
+{
+	if (mpi_order) { /* send, its completion, then the receive */
+		char buf[8] = "ping";
+		struct fi_cq_tagged_entry e;
+		if (send_first) {
+			T_OK(fi_send(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+			t_cq_expect(t->cq, &e, "send");
+		}
+		T_OK(fi_recv(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+		t_cq_expect(t->cq, &e, "recv");
+		if (!send_first) {
+			T_OK(fi_send(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+			t_cq_expect(t->cq, &e, "send");
+		}
+		return;
+	}
+	char buf[8] = "ping";
+	struct fi_cq_tagged_entry e;
+	T_OK(fi_recv(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+	if (send_first) {
+		T_OK(fi_send(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+		t_cq_expect(t->cq, &e, "send");
+	}
+	t_cq_expect(t->cq, &e, "recv");
+	if (!send_first) {
+		T_OK(fi_send(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+		t_cq_expect(t->cq, &e, "send");
+	}
+}
+
+struct args {
+	struct t_link link;
+	const char *mode;
+};
+
+static int echo(void *p)
+{
+	struct args *a = p;
+	struct t_chan c = t_link_b(&a->link);
+	struct t_ep t;
+	t_open(&t, FI_MSG);
+	t_send(c, t.name, sizeof(t.name));
+	char name[8];
+	t_recv(c, name, sizeof(name));
+	fi_addr_t peer = t_insert(&t, name);
+	for (int i = 0; i < ITERS + 1; i++) /* the warm-up message, then one per iteration */
+		msg(&t, peer, false);
+	t_close(&t);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
+	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|rt|rt-mpi\n");
+		return 2;
+	}
+	mpi_order = !strcmp(a.mode, "rt-mpi");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	t_link_init(&a.link);
+	pid_t child = t_fork(echo, &a, "echo");
+	struct t_chan c = t_link_a(&a.link);
+	struct t_ep t;
+	t_open(&t, FI_MSG);
+	char name[8];
+	t_recv(c, name, sizeof(name));
+	t_send(c, t.name, sizeof(t.name));
+	fi_addr_t peer = t_insert(&t, name);
+	msg(&t, peer, true); /* both sides attached and warm */
+	for (int i = 0; i < ITERS; i++) {
+		uint64_t v0 = mono_ns(), c0 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = raw_clock_ns(CLOCK_MONOTONIC);
+		if (!strcmp(a.mode, "burn")) {
+			burn(1000000);
+		} else if (!strcmp(a.mode, "sleep")) {
+			struct timespec d = {0, 10000000};
+			nanosleep(&d, NULL);
+		} else {
+			msg(&t, peer, true);
+		}
+		uint64_t w1 = raw_clock_ns(CLOCK_MONOTONIC), c1 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), v1 = mono_ns();
+		printf("%s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", a.mode, v1 - v0, c1 - c0, w1 - w0);
+		if (strncmp(a.mode, "rt", 2))
+			msg(&t, peer, true);
+	}
+	t_close(&t);
+	t_join(child, "echo");
+	return t_finish("clock_work");
+}
