@@ -150,6 +150,9 @@ _Static_assert(sizeof(struct cxip_addr) == 8, "cxi address is 8 bytes");
  * layout of cxi providers built for libfabric before 1.20, which applications compiled against those
  * headers hard-code, e.g. Mercury 2.4 built on Debian's libfabric 1.17): CXISIM_CXI_ADDR_BYTES=4. */
 extern size_t cxip_addrlen;
+/* CXISIM_DOMAIN_MRS=1: hints without FI_MR_ENDPOINT may still ask for an RMA/atomic target; the offer then
+ * has domain-scoped MRs (a cxisim departure from upstream, for Open MPI 4.1's btl/ofi). */
+extern bool cxip_domain_mrs;
 
 /* Read an application-supplied address of cxip_addrlen bytes. */
 static inline struct cxip_addr cxip_addr_load(const void *p)

@@ -129,12 +129,15 @@ static void env_mr(void)
 }
 
 size_t cxip_addrlen = sizeof(struct cxip_addr);
+bool cxip_domain_mrs;
 
 void cxip_env_init(void)
 {
 	const char *ab = getenv("CXISIM_CXI_ADDR_BYTES");
 	if (ab && atoi(ab) == 4)
 		cxip_addrlen = 4;
+	const char *dm = getenv("CXISIM_DOMAIN_MRS");
+	cxip_domain_mrs = dm && atoi(dm) == 1;
 	env_match_mode();
 	env_rendezvous();
 	env_buffers();

@@ -76,6 +76,9 @@ static bool mr_mode_ok(uint32_t version, int prov_mode, const struct fi_info *hi
 	if (user & (FI_MR_BASIC | FI_MR_SCALABLE))
 		return false;
 	int need = mr_mode_for_caps(hints->caps, prov_mode);
+	/* CXISIM_DOMAIN_MRS: an application that does not take FI_MR_ENDPOINT gets domain-scoped MRs. */
+	if (cxip_domain_mrs)
+		need &= ~FI_MR_ENDPOINT;
 	return user == FI_MR_UNSPEC || (user & need) == need;
 }
 

@@ -2,6 +2,7 @@
 test program checks ping-pong data across the eager and rendezvous thresholds, MPI_ANY_SOURCE with
 MPI_Probe/Iprobe/Mprobe, and Allreduce/Alltoall results; NetPIPE's NPopenmpi runs to completion."""
 import json
+import os
 import re
 
 import pytest
@@ -55,3 +56,32 @@ def test_netpipe(tmp_path):
     sizes = [int(row[0]) for row in rows]
     assert sizes[0] == 1 and sizes[-1] == 8192, sizes
     assert all(float(row[1]) > 0 for row in rows), "positive throughput at every size"
+
+
+# One-sided MPI on Open MPI's RMA path: osc/rdma over btl/ofi over cxi (the OFI BTL needs FI_RMA | FI_ATOMIC).
+# Open MPI 4.1's btl/ofi asks for FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY without FI_MR_ENDPOINT,
+# which cxi (upstream too) refuses for an RMA target; CXISIM_DOMAIN_MRS=1 offers it domain-scoped MRs.
+MPIRUN_OSC = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
+              "--mca", "mtl_ofi_provider_include", "cxi", "--mca", "btl", "self,ofi",
+              "--mca", "btl_ofi_provider_include", "cxi", "--mca", "osc", "rdma"]
+ONESIDED = os.path.join(os.path.dirname(__file__), "..", "progs", "provider", "mpi_onesided.py")
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_mpi_onesided_osc_rdma_btl_ofi(ranks):
+    r = cxisim_exec([*MPIRUN_OSC, "-np", str(ranks), "/usr/bin/python3", ONESIDED], timeout=300,
+                    env={"CXISIM_DOMAIN_MRS": "1"})
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert f"PASSED mpi_onesided on {ranks} ranks" in out, out
+    assert "FAIL" not in out, out
+    for what in ["MPI_Put", "MPI_Get", "MPI_Accumulate(MPI_SUM)", "MPI_Fetch_and_op", "MPI_Compare_and_swap"]:
+        assert re.search(rf"^ok\s+{re.escape(what)}", out, re.M), what
+
+
+def test_mpi_onesided_without_domain_mrs_finds_no_btl():
+    """Without CXISIM_DOMAIN_MRS the OFI BTL gets no cxi offer (upstream's FI_MR_ENDPOINT rule): the window
+    cannot reach the peer, as with upstream cxi and Open MPI 4.1."""
+    r = cxisim_exec([*MPIRUN_OSC, "-np", "2", "/usr/bin/python3", ONESIDED], timeout=300)
+    assert r.returncode != 0
+    assert "PASSED" not in r.stdout + r.stderr
