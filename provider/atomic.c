@@ -286,6 +286,24 @@ static ssize_t a_rwmsg(struct fid_ep *e, const struct fi_msg_atomic *m, struct f
 	return amo_submit(EP(e), &r);
 }
 
+
+/* A compare atomic's operand, comparand and result each take exactly one element. */
+static ssize_t cswap_submit(struct cxip_ep *ep, struct amo_req *r, const struct fi_ioc *iov, size_t c,
+			    const struct fi_ioc *cv, size_t cc, struct fi_ioc *rv, size_t rc)
+{
+	const void *res;
+	size_t ccount, rcount;
+	int ret = one_ioc(iov, c, &r->buf, &r->count);
+	if (!ret)
+		ret = one_ioc(cv, cc, &r->compare, &ccount);
+	if (!ret)
+		ret = one_ioc(rv, rc, &res, &rcount);
+	if (ret || ccount != 1 || rcount != 1)
+		return ret ? ret : -FI_EINVAL;
+	r->result = (void *)res;
+	return amo_submit(ep, r);
+}
+
 static ssize_t a_cw(struct fid_ep *e, const void *b, size_t c, void *d, const void *cmp, void *cd, void *res,
 		    void *rd, fi_addr_t da, uint64_t a, uint64_t k, enum fi_datatype dt, enum fi_op op, void *ctx)
 {
@@ -302,17 +320,7 @@ static ssize_t a_cwv(struct fid_ep *e, const struct fi_ioc *iov, void **d, size_
 	(void)d, (void)cd, (void)rd;
 	struct amo_req r = { .kind = AMO_SWAP, .dest = da, .addr = a, .key = k, .dt = dt, .op = op, .context = ctx,
 			     .flags = EP(e)->tx_op_flags };
-	const void *res;
-	size_t ccount, rcount;
-	int ret = one_ioc(iov, c, &r.buf, &r.count);
-	if (!ret)
-		ret = one_ioc(cv, cc, &r.compare, &ccount);
-	if (!ret)
-		ret = one_ioc(rv, rc, &res, &rcount);
-	if (ret || ccount != 1 || rcount != 1)
-		return ret ? ret : -FI_EINVAL;
-	r.result = (void *)res;
-	return amo_submit(EP(e), &r);
+	return cswap_submit(EP(e), &r, iov, c, cv, cc, rv, rc);
 }
 
 static ssize_t a_cwmsg(struct fid_ep *e, const struct fi_msg_atomic *m, const struct fi_ioc *cv, void **cd, size_t cc,
@@ -324,17 +332,7 @@ static ssize_t a_cwmsg(struct fid_ep *e, const struct fi_msg_atomic *m, const st
 		return ret;
 	struct amo_req r = { .kind = AMO_SWAP, .dest = m->addr, .addr = m->rma_iov[0].addr, .key = m->rma_iov[0].key,
 			     .dt = m->datatype, .op = m->op, .context = m->context, .flags = f };
-	const void *res;
-	size_t ccount, rcount;
-	ret = one_ioc(m->msg_iov, m->iov_count, &r.buf, &r.count);
-	if (!ret)
-		ret = one_ioc(cv, cc, &r.compare, &ccount);
-	if (!ret)
-		ret = one_ioc(rv, rc, &res, &rcount);
-	if (ret || ccount != 1 || rcount != 1)
-		return ret ? ret : -FI_EINVAL;
-	r.result = (void *)res;
-	return amo_submit(EP(e), &r);
+	return cswap_submit(EP(e), &r, m->msg_iov, m->iov_count, cv, cc, rv, rc);
 }
 
 static int valid_kind(struct fid_ep *e, enum amo_kind kind, enum fi_datatype dt, enum fi_op op, size_t *count)
