@@ -105,8 +105,13 @@ static simtime_t direct_wire_time(const struct fabric *f, uint32_t bytes)
 	return wire_time((const struct direct *)f, bytes);
 }
 
+static uint32_t direct_mtu_bytes(const struct fabric *f)
+{
+	return ((const struct direct *)f)->mtu;
+}
+
 static const struct fabric_ops direct_ops = { direct_attach, direct_send, direct_num, direct_zero_load,
-					      direct_wire_time };
+					      direct_wire_time, direct_mtu_bytes };
 
 void direct_memory(struct sim *sim, struct mem_report *r);
 void direct_memory(struct sim *sim, struct mem_report *r)

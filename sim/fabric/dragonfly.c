@@ -270,7 +270,12 @@ static simtime_t df_zero_load(const struct fabric *f, uint32_t src, uint32_t dst
 	return df_path_latency(d, nl, ng, nsw) + df_wire_time(f, bytes);
 }
 
-static const struct fabric_ops df_ops = { df_attach, df_send, df_num, df_zero_load, df_wire_time };
+static uint32_t df_mtu_bytes(const struct fabric *f)
+{
+	return ((const struct df *)f)->mtu;
+}
+
+static const struct fabric_ops df_ops = { df_attach, df_send, df_num, df_zero_load, df_wire_time, df_mtu_bytes };
 
 /* ---- build ---- */
 

@@ -54,6 +54,10 @@ struct fabric_ops {
 	/* Optional (may be NULL): time to serialize a message of `bytes` payload, headers included, on one
 	 * link: its injection time at line rate.  Traffic generators use it to define offered load. */
 	simtime_t (*wire_time)(const struct fabric *f, uint32_t bytes);
+	/* Optional (may be NULL): the payload bytes of one full packet.  A NIC writes an arriving message to
+	 * host memory packet by packet, so the last packet's payload is what remains to write after the
+	 * message's last byte has arrived. */
+	uint32_t (*mtu_bytes)(const struct fabric *f);
 };
 
 struct fabric {
@@ -89,6 +93,12 @@ static inline simtime_t fabric_zero_load_time(const struct fabric *f, uint32_t s
 static inline simtime_t fabric_wire_time(const struct fabric *f, uint32_t bytes)
 {
 	return f->ops->wire_time ? f->ops->wire_time(f, bytes) : 0;
+}
+
+/* The payload of one full packet; 0 when the fabric does not packetize (or says nothing). */
+static inline uint32_t fabric_mtu_bytes(const struct fabric *f)
+{
+	return f && f->ops->mtu_bytes ? f->ops->mtu_bytes(f) : 0;
 }
 
 #endif

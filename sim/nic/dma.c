@@ -42,6 +42,25 @@ simtime_t nic_dma_read(struct nic *nic, uint64_t bytes, simtime_t after, simtime
 	return first + (stream > wire ? stream - wire : 0) - now;
 }
 
+/* Host writes of a message arriving from the fabric, as Cassini does them: each packet's payload is written
+ * to host memory as the packet lands (the NIC holds packets, not messages), so the write stream follows the
+ * arrivals -- at pcie_gbps when PCIe is the slower of the two -- and ends one packet's write after the
+ * message's last byte arrived, plus the posted write's latency.  `m` has just been delivered (now = its
+ * last byte); returns the delay from now until the last byte is visible in host memory.  Without a
+ * first-arrival time (loopback) or a packet size, the whole message is written after it arrived. */
+simtime_t nic_dma_write_stream(const struct nic *nic, const struct fabric_msg *m, uint64_t bytes)
+{
+	simtime_t now = sim_now(nic->sim);
+	uint32_t mtu = fabric_mtu_bytes(nic->fabric);
+	if (!mtu || !m->first_arrival || m->first_arrival > now || bytes <= mtu)
+		return nic->p->pcie_latency + nic_dma_time(nic, bytes);
+	uint64_t last = bytes % mtu ? bytes % mtu : mtu;
+	simtime_t tail = nic_dma_time(nic, last);            /* the last packet, written after it landed */
+	simtime_t stream = m->first_arrival + nic_dma_time(nic, bytes); /* PCIe-bound end of the whole stream */
+	simtime_t end = stream > now + tail ? stream : now + tail;
+	return end - now + nic->p->pcie_latency;
+}
+
 #define PAYLOAD_MIN_SHIFT 6  /* 64 B */
 #define PAYLOAD_MAX_SHIFT 16 /* 64 KiB */
 #define PAYLOAD_CLASSES (PAYLOAD_MAX_SHIFT - PAYLOAD_MIN_SHIFT + 1)

@@ -370,6 +370,7 @@ uint64_t nic_cmdqs_bytes(struct nic *nic, const struct nic_lni *lni, uint64_t *c
 
 /* dma.c: PCIe timing */
 simtime_t nic_dma_time(const struct nic *nic, uint64_t bytes);
+simtime_t nic_dma_write_stream(const struct nic *nic, const struct fabric_msg *m, uint64_t bytes);
 simtime_t nic_dma_read(struct nic *nic, uint64_t bytes, simtime_t after, simtime_t *done);
 int nic_mem_read(struct nic_lni *lni, uint64_t addr, void *dst, uint64_t len);
 int nic_mem_write(struct nic_lni *lni, uint64_t addr, const void *src, uint64_t len);
