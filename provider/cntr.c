@@ -35,7 +35,7 @@ static uint64_t cntr_read(struct fid_cntr *fid)
 	cxip_vt_charge(dev);
 	if (atomic_exchange(&c->last_read, v) == v) {
 		struct cntr_cond k = { c, v, atomic_load(&c->ct->failure), 0 };
-		if (cxip_vt_idle(dev, PCB_WAIT_ANY, UINT64_MAX, cntr_changed, &k) == 0) {
+		if (cxip_vt_idle_poll(dev, c, cntr_changed, &k) == 0) {
 			v = atomic_load_explicit(&c->ct->success, memory_order_acquire);
 			atomic_store(&c->last_read, v);
 		}

@@ -175,16 +175,20 @@ static ssize_t cq_read_locked(struct cxip_cq *cq, void *buf, size_t count, fi_ad
 	return cxip_dev_dead(cq->dom->dev) ? -FI_EIO : -FI_EAGAIN;
 }
 
-bool cxip_cq_has_entries(struct cxip_cq *cq)
+bool cxip_cq_has_entries(struct cxip_cq *cq, uint64_t *changes)
 {
 	struct ring_shm *r = cq->q.ring.shm;
-	return atomic_load(&cq->err_flag) ||
-	       atomic_load_explicit(&r->head, memory_order_acquire) != atomic_load_explicit(&r->tail, memory_order_acquire);
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	bool err = atomic_load(&cq->err_flag);
+	if (changes)
+		*changes = head + tail + err; /* both counters only grow */
+	return err || head != tail;
 }
 
 static bool cq_ready(void *arg)
 {
-	return cxip_cq_has_entries(arg);
+	return cxip_cq_has_entries(arg, NULL);
 }
 
 static ssize_t cq_read_once(struct cxip_cq *cq, void *buf, size_t count, fi_addr_t *src_addr)
@@ -219,7 +223,7 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 		sched_yield();
 		return r;
 	}
-	if (cxip_vt_idle(dev, PCB_WAIT_ANY, UINT64_MAX, cq_ready, cq) == 0)
+	if (cxip_vt_idle_poll(dev, cq, cq_ready, cq) == 0)
 		r = cq_read_once(cq, buf, count, src_addr);
 	cxip_vt_rebase(dev);
 	return r;
@@ -294,7 +298,7 @@ static ssize_t cq_sread_virtual(struct cxip_cq *cq, void *buf, size_t count, fi_
 		ssize_t r = -FI_EAGAIN;
 		if (count)
 			r = cq_read_once(cq, buf, count, src_addr);
-		else if (cxip_cq_has_entries(cq))
+		else if (cxip_cq_has_entries(cq, NULL))
 			return 0;
 		if (r != -FI_EAGAIN)
 			return r;

@@ -217,7 +217,9 @@ void cxip_vt_rebase(struct cxip_dev *dev);
 struct cxip_dev *cxip_dev_current(void); /* this process's connection, or NULL */
 void cxip_dev_add_pollable(struct cxip_dev *dev, int kind, void *obj);
 void cxip_dev_del_pollable(struct cxip_dev *dev, void *obj);
-bool cxip_dev_anything_pending(struct cxip_dev *dev); /* a CQ or EQ of the process has something to read */
+/* A CQ or EQ of the process has something to read; *changes (if not NULL) grows whenever an entry is added
+ * to or taken from any of them (what an idle thread compares to see whether anything happened). */
+bool cxip_dev_anything_pending(struct cxip_dev *dev, uint64_t *changes);
 
 /* ---- virtual time (vtime.c) ---- */
 void cxip_vt_register(bool on);          /* offer the clock ops to libcxisim-clock.so, if loaded */
@@ -232,6 +234,8 @@ uint64_t cxip_vt_stamp(struct cxip_dev *dev, uint64_t *last_stamp);
  * a local id), its virtual deadline, or park_timeout of wall time.  ready() is checked after turning idle,
  * before parking.  0: woken, -FI_ETIMEDOUT: deadline reached, -FI_EAGAIN: wall timeout, -FI_EIO. */
 int cxip_vt_idle(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool (*ready)(void *), void *arg);
+/* An empty poll of `key` (a CQ, counter or EQ): idle until anything changes for the process (PCB_WAIT_ANY). */
+int cxip_vt_idle_poll(struct cxip_dev *dev, const void *key, bool (*ready)(void *), void *arg);
 /* Idle without parking (fi_trywait, a control request): the thread resumes at its next provider call. */
 void cxip_vt_idle_lazy(struct cxip_dev *dev, uint32_t wait_id);
 void cxip_vt_resume(struct cxip_dev *dev);
@@ -366,6 +370,7 @@ struct cxip_eq {
 	int efd;
 	pthread_mutex_t lock;
 	struct cxip_eq_entry *head, *tail;
+	uint64_t changes;        /* entries added + taken (under lock; cxip_dev_anything_pending) */
 	uint32_t vt_id;          /* local wait id (virtual mode) */
 };
 

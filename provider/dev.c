@@ -583,17 +583,23 @@ void cxip_dev_del_pollable(struct cxip_dev *dev, void *obj)
 	pthread_mutex_unlock(&dev->waiters_lock);
 }
 
-bool cxip_cq_has_entries(struct cxip_cq *cq);
-bool cxip_eq_has_entries(struct cxip_eq *eq);
+bool cxip_cq_has_entries(struct cxip_cq *cq, uint64_t *changes);
+bool cxip_eq_has_entries(struct cxip_eq *eq, uint64_t *changes);
 
-bool cxip_dev_anything_pending(struct cxip_dev *dev)
+bool cxip_dev_anything_pending(struct cxip_dev *dev, uint64_t *changes)
 {
 	bool any = false;
+	uint64_t sum = 0;
 	pthread_mutex_lock(&dev->waiters_lock);
-	for (size_t i = 0; i < dev->npollables && !any; i++)
-		any = dev->pollables[i].kind == FI_CLASS_CQ ? cxip_cq_has_entries(dev->pollables[i].obj)
-							     : cxip_eq_has_entries(dev->pollables[i].obj);
+	for (size_t i = 0; i < dev->npollables; i++) {
+		uint64_t n = 0;
+		any |= dev->pollables[i].kind == FI_CLASS_CQ ? cxip_cq_has_entries(dev->pollables[i].obj, &n)
+							      : cxip_eq_has_entries(dev->pollables[i].obj, &n);
+		sum += n;
+	}
 	pthread_mutex_unlock(&dev->waiters_lock);
+	if (changes)
+		*changes = sum;
 	return any;
 }
 

@@ -35,6 +35,7 @@ static ssize_t eq_pop(struct cxip_eq *eq, uint32_t *event, void *buf, size_t len
 				eq->head = e->next;
 				if (!eq->head)
 					eq->tail = NULL;
+				eq->changes++;
 				free(e);
 			}
 		}
@@ -43,17 +44,19 @@ static ssize_t eq_pop(struct cxip_eq *eq, uint32_t *event, void *buf, size_t len
 	return ret;
 }
 
-bool cxip_eq_has_entries(struct cxip_eq *eq)
+bool cxip_eq_has_entries(struct cxip_eq *eq, uint64_t *changes)
 {
 	pthread_mutex_lock(&eq->lock);
 	bool any = eq->head != NULL;
+	if (changes)
+		*changes = eq->changes;
 	pthread_mutex_unlock(&eq->lock);
 	return any;
 }
 
 static bool eq_ready(void *arg)
 {
-	return cxip_eq_has_entries(arg);
+	return cxip_eq_has_entries(arg, NULL);
 }
 
 static struct cxip_dev *eq_dev(struct cxip_eq *eq)
@@ -70,7 +73,7 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 		return -FI_EINVAL;
 	ssize_t r = eq_pop(eq, event, buf, len, flags, false);
 	struct cxip_dev *dev = eq_dev(eq);
-	if (r == -FI_EAGAIN && dev && cxip_vt_idle(dev, PCB_WAIT_ANY, UINT64_MAX, eq_ready, eq) == 0)
+	if (r == -FI_EAGAIN && dev && cxip_vt_idle_poll(dev, eq, eq_ready, eq) == 0)
 		r = eq_pop(eq, event, buf, len, flags, false);
 	return r;
 }
@@ -99,6 +102,7 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 	else
 		eq->head = e;
 	eq->tail = e;
+	eq->changes++;
 	pthread_mutex_unlock(&eq->lock);
 	struct cxip_dev *dev = eq_dev(eq);
 	if (dev)

@@ -228,7 +228,41 @@ void cxip_vt_resume(struct cxip_dev *dev)
 		resume(dev, t);
 }
 
-int cxip_vt_idle(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool (*ready)(void *), void *arg)
+/* Whether a thread about to wait for anything (PCB_WAIT_ANY) should rather look again: the process has
+ * entries to read elsewhere.  But a thread that polls one object while another holds entries it does not
+ * read (fi_pingpong waits for its send's completion while the peer's message sits in its receive CQ) must
+ * still go idle, or it spins on a clock that CPU time does not move (cpu_scale 0) and holds the engine
+ * back forever.  So pending entries send it back only once per object polled: once it polls the same
+ * object again with no entry added to or taken from any queue of the process meanwhile, it has gone round
+ * its loop without reading them, and it waits for something new.  `key` names the object polled (NULL:
+ * any pending entry sends it back). */
+#define POLL_KEYS 8
+static __thread uint64_t poll_changes;            /* the process's queue changes when last looked at */
+static __thread const void *poll_keys[POLL_KEYS]; /* objects polled empty since then */
+static __thread unsigned npoll_keys;
+
+static bool look_again(struct cxip_dev *dev, const void *key)
+{
+	uint64_t changes;
+	if (!cxip_dev_anything_pending(dev, &changes))
+		return false;
+	if (!key)
+		return true;
+	if (changes != poll_changes) {
+		poll_changes = changes;
+		npoll_keys = 0;
+	}
+	for (unsigned i = 0; i < npoll_keys; i++)
+		if (poll_keys[i] == key)
+			return false; /* polled empty before with nothing changed since: it does not read them */
+	if (npoll_keys == POLL_KEYS)
+		return false;
+	poll_keys[npoll_keys++] = key;
+	return true;
+}
+
+static int idle_on(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool (*ready)(void *), void *arg,
+		   const void *key)
 {
 	struct pcb_thread *t = self(dev);
 	if (!t) {
@@ -244,8 +278,7 @@ int cxip_vt_idle(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool
 	atomic_store(&t->state, PCB_THREAD_IDLE);
 	/* Pairs with the daemon's fence between publishing an event and looking for idle threads. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if ((ready && ready(arg)) || (wait_id == PCB_WAIT_ANY && cxip_dev_anything_pending(dev)) ||
-	    cxip_dev_dead(dev)) {
+	if ((ready && ready(arg)) || (wait_id == PCB_WAIT_ANY && look_again(dev, key)) || cxip_dev_dead(dev)) {
 		resume(dev, t);
 		return 0;
 	}
@@ -275,6 +308,16 @@ int cxip_vt_idle(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool
 	if (deadline != UINT64_MAX && atomic_load(&t->vclock_ps) >= deadline)
 		return -FI_ETIMEDOUT;
 	return 0;
+}
+
+int cxip_vt_idle(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool (*ready)(void *), void *arg)
+{
+	return idle_on(dev, wait_id, deadline, ready, arg, NULL);
+}
+
+int cxip_vt_idle_poll(struct cxip_dev *dev, const void *key, bool (*ready)(void *), void *arg)
+{
+	return idle_on(dev, PCB_WAIT_ANY, UINT64_MAX, ready, arg, key);
 }
 
 void cxip_vt_wake_local(struct cxip_dev *dev, uint32_t wait_id, uint64_t at)
@@ -323,6 +366,8 @@ static struct pcb_thread *user_self(struct cxip_dev *dev)
 	return s >= 0 ? &dev->pcb->threads[s] : NULL;
 }
 
+static const struct cxisim_clock_ops clock_ops;
+
 static int op_now(uint64_t *ps)
 {
 	struct cxip_dev *dev = ops_dev();
@@ -361,7 +406,8 @@ static int op_wait(uint64_t deadline, uint64_t *now)
 	struct cxip_dev *dev = ops_dev();
 	if (!dev || !user_self(dev))
 		return -1;
-	int r = cxip_vt_idle(dev, PCB_WAIT_ANY, deadline, NULL, NULL);
+	/* A timed wait of the interposer (poll, epoll_wait, a condition variable...) is a poll loop too. */
+	int r = idle_on(dev, PCB_WAIT_ANY, deadline, NULL, NULL, &clock_ops);
 	if (r == -FI_EIO)
 		return -1;
 	*now = cxip_vt_charge(dev);

@@ -131,8 +131,9 @@ def main(args):
         cfg_path = os.path.join(tmp, "scenario.json")
         with open(cfg_path, "w", encoding="utf-8") as f:
             scn.dump_json(cfg, f)
+        # The daemon dies with this process, however it dies (SIGKILL of exec by a test's timeout too).
         cmd = [daemon, "--socket", sock, "--config", cfg_path, "--source", args.scenario,
-               *getattr(args, "daemon_args", [])]
+               "--exit-with-parent", str(os.getpid()), *getattr(args, "daemon_args", [])]
         if args.out:
             # The run directory, as `cxisim run` writes it: the resolved scenario beside the outputs.
             shutil.copyfile(cfg_path, os.path.join(args.out, "scenario.json"))
@@ -150,11 +151,13 @@ def main(args):
                 sys.stderr.write(err)
                 raise InputError("")
             raise RuntimeError(f"cxisimd did not start: {err.strip()}")
+        emu = cfg.get("emulation") if isinstance(cfg.get("emulation"), dict) else {}
         try:
-            emu = cfg.get("emulation") if isinstance(cfg.get("emulation"), dict) else {}
-            rc = subprocess.call(args.command, env=exec_env(sock, build, mode, emu.get("cpu_scale")))
+            rc = _run_command(args.command, exec_env(sock, build, mode, emu.get("cpu_scale")))
         except FileNotFoundError:
             raise InputError(f"cxisim exec: {args.command[0]}: command not found")
+        except _Signalled as e:
+            return 128 + e.signum  # the finally below stops the daemon
         rc = rc if rc >= 0 else 128 - rc
         drc = _stop(proc)
         if drc != 0:
@@ -168,6 +171,46 @@ def main(args):
         if proc and proc.poll() is None:
             _stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class _Signalled(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum, frame):
+    raise _Signalled(signum)
+
+
+def _run_command(command, env):
+    """Run COMMAND; SIGTERM, SIGINT or SIGHUP sent to exec is passed on to it (and, if it does not exit
+    within 5 s, SIGKILL), then _Signalled is raised so that exec stops its daemon and exits."""
+    old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    child = None
+    try:
+        child = subprocess.Popen(command, env=env)
+        return child.wait()
+    except _Signalled as e:
+        if child:
+            _signal_child(child, e.signum)
+        raise
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _signal_child(child, signum):
+    # Further signals meanwhile must not interrupt the cleanup.
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
+    if child.poll() is None:
+        child.send_signal(signum)
+        try:
+            child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
 
 def _make_out(out):

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,7 @@ static double wall_seconds(void)
 static void usage(FILE *f)
 {
 	fputs("usage: cxisimd --socket PATH [--config FILE.json] [--source NAME] [--out DIR] [--private]\n"
-	      "               [--linger S] [--capture FILE] [--quiet]\n"
+	      "               [--linger S] [--capture FILE] [--exit-with-parent PID] [--quiet]\n"
 	      "  --socket PATH   UNIX socket to listen on (the provider finds it through CXISIM_SOCKET)\n"
 	      "  --config FILE   resolved scenario (JSON) with fabric, nic and emulation sections;\n"
 	      "                  default: 32 nodes x 2 NICs on the direct fabric\n"
@@ -48,6 +49,8 @@ static void usage(FILE *f)
 	      "  --capture FILE  record what the processes do on the fabric (messages with payloads, receives,\n"
 	      "                  RMA, memory regions with contents) for the replay workload (docs/replay.md)\n"
 	      "  --capture-max-payload BYTES, --capture-max-image BYTES  limits per message / region\n"
+	      "  --exit-with-parent PID  PID is the parent that starts the daemon (`cxisim exec`): the daemon\n"
+	      "                  exits (as on SIGTERM) when that process dies, however it dies\n"
 	      "  --quiet         no log lines on stderr\n",
 	      f);
 }
@@ -86,12 +89,13 @@ int main(int argc, char **argv)
 		{ "private", no_argument, 0, 'p' },      { "linger", required_argument, 0, 'l' },
 		{ "quiet", no_argument, 0, 'q' },        { "help", no_argument, 0, 'h' },
 		{ "capture", required_argument, 0, 'C' }, { "capture-max-payload", required_argument, 0, 'P' },
-		{ "capture-max-image", required_argument, 0, 'I' },
+		{ "capture-max-image", required_argument, 0, 'I' }, { "exit-with-parent", required_argument, 0, 'E' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *sock = NULL, *config = NULL, *source = NULL, *capture = NULL;
 	uint64_t cap_payload = 1 << 16, cap_image = 64 << 20;
 	struct daemon d = { .listen_fd = -1, .linger_s = 2.0 };
+	pid_t parent_pid = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "s:c:S:o:pl:qh", opts, NULL)) != -1) {
 		switch (c) {
@@ -105,6 +109,13 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 'q': d.quiet = true; break;
+		case 'E': {
+			unsigned long long v;
+			if (opt_u64("cxisimd", "--exit-with-parent", optarg, INT32_MAX, &v))
+				return 2;
+			parent_pid = (pid_t)v;
+			break;
+		}
 		case 'C': capture = optarg; break;
 		case 'P':
 		case 'I': {
@@ -129,6 +140,13 @@ int main(int argc, char **argv)
 	/* A private daemon is double-forked by its starter and reparented: it has no owner.  Otherwise its
 	 * parent (`cxisim exec`) owns it and alone may ask it to stop over the socket. */
 	d.owner_pid = d.private_mode ? 0 : getppid();
+	/* --exit-with-parent (`cxisim exec`): the daemon does not outlive its owner, even one killed without a
+	 * word (SIGKILL from a test's timeout).  The parent may have died before the request: then we are
+	 * already someone else's child. */
+	if (parent_pid && (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != parent_pid)) {
+		fprintf(stderr, "cxisimd: the process that started me is gone\n");
+		return 1;
+	}
 	d.sc = load(config, source);
 	d.sim = d.sc->sim;
 	d.emu = emu_get(d.sim);

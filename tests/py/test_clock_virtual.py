@@ -91,9 +91,6 @@ def fi_pingpong(iters=2000, sets=None):
 PREDICTED_8B_US = (100 + 40 + 2 + 350 + (8 + 64) * 8 / 200 + 40 + 2 + 250 + 20) / 1000
 
 
-@pytest.mark.skip(reason="open defect (issue 11): at cpu_scale 0 the two fi_pingpong processes print the "
-                  "model's 0.81 us and then do not exit under cxisim exec (found by the final clean-clone CI "
-                  "after the last merges; 200 iterations: figures printed, exec still running at 60 s)")
 def test_fi_pingpong_prints_the_model_and_ignores_host_load():
     """cpu_scale 0 (application CPU time free): fi_pingpong prints the model's latency, with two CPU hogs on
     the two cores as idle."""
