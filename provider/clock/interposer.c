@@ -38,45 +38,27 @@ static const clockid_t family_clock[CLK_F_N] = {CLOCK_REALTIME, CLOCK_MONOTONIC,
 
 /* ---- real functions ---- */
 
-typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
-typedef long (*syscall_fn)(long, ...);
-static _Atomic(clock_gettime_fn) real_clock_gettime_p;
-static _Atomic(syscall_fn) real_syscall_p;
+CLK_REAL(int, clock_gettime, clockid_t, struct timespec *)
+CLK_REAL(long, syscall, long, ...)
 
+/* While the cycle counter is trapped (tsc.c), libc's clock_gettime would fault in the vDSO on every call
+ * (it reads the counter there): the system call is far cheaper than a trap. */
 int clk_real_clock_gettime(clockid_t c, struct timespec *ts)
 {
-	clock_gettime_fn f = atomic_load_explicit(&real_clock_gettime_p, memory_order_relaxed);
-	if (!f) {
-		f = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
-		if (!f) /* no libc below us (cannot happen with glibc): the system call */
-			return (int)clk_real_syscall6(SYS_clock_gettime, c, (long)ts, 0, 0, 0, 0);
-		atomic_store_explicit(&real_clock_gettime_p, f, memory_order_relaxed);
-	}
+	int (*f)(clockid_t, struct timespec *) = get_real_clock_gettime();
+	if (!f || clk_tsc_state() == 1)
+		return (int)clk_real_syscall6(SYS_clock_gettime, c, (long)ts, 0, 0, 0, 0);
 	return f(c, ts);
 }
 
 long clk_real_syscall6(long nr, long a, long b, long c, long d, long e, long f)
 {
-	syscall_fn s = atomic_load_explicit(&real_syscall_p, memory_order_relaxed);
-	if (!s) {
-		s = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
-		atomic_store_explicit(&real_syscall_p, s, memory_order_relaxed);
-	}
-	return s(nr, a, b, c, d, e, f);
+	return get_real_syscall()(nr, a, b, c, d, e, f);
 }
 
-#define REAL(ret, name, ...)                                                                              \
-	static ret (*real_##name)(__VA_ARGS__);                                                          \
-	static ret (*get_real_##name(void))(__VA_ARGS__)                                                 \
-	{                                                                                                \
-		if (!real_##name)                                                                        \
-			real_##name = (ret(*)(__VA_ARGS__))dlsym(RTLD_NEXT, #name);                      \
-		return real_##name;                                                                      \
-	}
-
-REAL(int, gettimeofday, struct timeval *, void *)
-REAL(time_t, time, time_t *)
-REAL(int, timespec_get, struct timespec *, int)
+CLK_REAL(int, gettimeofday, struct timeval *, void *)
+CLK_REAL(time_t, time, time_t *)
+CLK_REAL(int, timespec_get, struct timespec *, int)
 
 /* ---- registration ---- */
 
@@ -259,11 +241,24 @@ CLK_EXPORT int clock_gettime(clockid_t c, struct timespec *ts)
 	return clk_real_clock_gettime(c, ts);
 }
 
+/* CLOCK_REALTIME in ns for the wrappers below: virtual with ops, else real -- by system call while the
+ * counter is trapped (libc's path reads it in the vDSO).  -1: let libc answer. */
+static int realtime_ns(const struct cxisim_clock_ops *o, uint64_t *ns)
+{
+	if (o && clk_virtual_ns(o, CLK_F_REALTIME, ns) == 0)
+		return 0;
+	struct timespec ts;
+	if (clk_tsc_state() != 1 || clk_real_clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return -1;
+	*ns = clk_ts_to_ns(&ts);
+	return 0;
+}
+
 CLK_EXPORT int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
 	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
 	uint64_t ns;
-	if (o && tv && clk_virtual_ns(o, CLK_F_REALTIME, &ns) == 0) {
+	if (tv && realtime_ns(o, &ns) == 0) {
 		tv->tv_sec = (time_t)(ns / 1000000000u);
 		tv->tv_usec = (suseconds_t)(ns % 1000000000u / 1000u);
 		return tz ? get_real_gettimeofday()(NULL, tz) : 0;
@@ -289,7 +284,7 @@ CLK_EXPORT int timespec_get(struct timespec *ts, int base)
 {
 	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
 	uint64_t ns;
-	if (o && base == TIME_UTC && clk_virtual_ns(o, CLK_F_REALTIME, &ns) == 0) {
+	if (base == TIME_UTC && realtime_ns(o, &ns) == 0) {
 		clk_ns_to_ts(ns, ts);
 		return base;
 	}
@@ -309,6 +304,14 @@ CLK_EXPORT long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
+	if (nr == SYS_execve || nr == SYS_execveat) { /* exec.c */
+		clk_tsc_exec_begin();
+		long r = clk_real_syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		int e = errno;
+		clk_tsc_exec_end();
+		errno = e;
+		return r;
+	}
 	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
 	if (o) {
 		uint64_t ns;
