@@ -2,7 +2,8 @@
  * reads (clock_gettime, gettimeofday, time, timespec_get, syscall(SYS_clock_gettime...)).
  *
  * Mapping (docs/provider.md "Time"): a clock of family F reads offset[F] + virtual ns, where
- *   offset[F] = max(epoch[F], real[F] - virtual ns), both taken at the process's first virtual read.
+ *   offset[F] = max(epoch[F], real[F] - virtual ns), both taken at the process's first virtual read, rounded
+ *   up to a whole second (REALTIME, TAI) or millisecond (MONOTONIC, BOOTTIME), so dates stay readable.
  * epoch[F] is the real clock when `cxisim exec` started (CXISIM_CLOCK_EPOCH), so the processes of a run
  * share one timeline and REALTIME reads as a date of the run; the max() keeps a process that read the
  * real clock before it attached from ever seeing time go backwards (it then continues from its real time).
@@ -145,6 +146,15 @@ int clk_family_of(clockid_t c)
 	}
 }
 
+/* Offsets are whole seconds (REALTIME, TAI) or whole milliseconds (MONOTONIC, BOOTTIME), rounded up (time
+ * never goes back): a date printed by the program then shows virtual time in its fraction (virtual 807 ns
+ * after the start reads HH:MM:SS.000000807). */
+static uint64_t whole(uint64_t ns, int family)
+{
+	uint64_t unit = family == CLK_F_REALTIME || family == CLK_F_TAI ? 1000000000u : 1000000u;
+	return ns % unit ? ns + (unit - ns % unit) : ns;
+}
+
 static void compute_offsets(uint64_t vt_ns)
 {
 	int expect = 0;
@@ -153,14 +163,14 @@ static void compute_offsets(uint64_t vt_ns)
 			struct timespec ts;
 			uint64_t real = clk_real_clock_gettime(family_clock[f], &ts) == 0 ? clk_ts_to_ns(&ts) : 0;
 			uint64_t lift = real > vt_ns ? real - vt_ns : 0;
-			g_offset[f] = lift > g_epoch[f] ? lift : g_epoch[f];
+			g_offset[f] = whole(lift > g_epoch[f] ? lift : g_epoch[f], f);
 		}
 		if (g_epoch[CLK_F_TAI] == 0 && g_epoch[CLK_F_REALTIME] != 0) {
 			/* TAI keeps its real distance from REALTIME (leap seconds). */
 			struct timespec a, b;
 			clk_real_clock_gettime(CLOCK_REALTIME, &a);
 			clk_real_clock_gettime(CLOCK_TAI, &b);
-			uint64_t d = clk_ts_to_ns(&b) - clk_ts_to_ns(&a);
+			uint64_t d = whole(clk_ts_to_ns(&b) - clk_ts_to_ns(&a), CLK_F_TAI); /* whole s (leap seconds) */
 			if (g_offset[CLK_F_REALTIME] + d > g_offset[CLK_F_TAI])
 				g_offset[CLK_F_TAI] = g_offset[CLK_F_REALTIME] + d;
 		}

@@ -8,33 +8,16 @@ depend on how busy the host is.
   two cores.
 - NetPIPE (NPopenmpi) over Open MPI (cm PML, OFI MTL, cxi), cpu_scale 0: the model's 8-byte latency, the
   same small-message figures in two runs and under CPU hogs."""
-import contextlib
 import re
 import statistics
-import subprocess
-import sys
-import time
 
 import pytest
 
-from provider_helpers import BUILD_DIR, cxisim_exec
+from provider_helpers import BUILD_DIR, cpu_hogs, cxisim_exec
 
 CLOCK_WORK = f"{BUILD_DIR}/tests/clock/clock_work"
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
           "--mca", "mtl_ofi_provider_include", "cxi", "--mca", "btl", "self"]
-
-
-@contextlib.contextmanager
-def cpu_hogs(n=2):
-    """n processes spinning at the tests' priority: both cores busy while the block runs."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    try:
-        time.sleep(0.2)
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 def work_rows(mode, cpu_scale):

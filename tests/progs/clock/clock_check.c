@@ -432,9 +432,10 @@ int main(int argc, char **argv)
 	if (e) {
 		unsigned long long a, b, c;
 		if (sscanf(e, "%llu,%llu,%llu", &a, &b, &c) == 3) {
-			epoch[0] = a;
-			epoch[1] = b;
-			epoch[2] = c;
+			/* The interposer rounds the offsets up to whole seconds (REALTIME) and milliseconds. */
+			epoch[0] = (a + S - 1) / S * S;
+			epoch[1] = (b + MS - 1) / MS * MS;
+			epoch[2] = (c + MS - 1) / MS * MS;
 		}
 	}
 	for (size_t i = 0; argc > 1 && i < sizeof(checks) / sizeof(checks[0]); i++)
