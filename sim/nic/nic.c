@@ -252,8 +252,11 @@ static const struct nic_ctr_table *ctr_table(void)
 		{ C_OFF(trig_canceled), "sim.trig_canceled" },
 		{ C_OFF(tle_high_water), "sim.tle_high_water" },
 	};
-	for (size_t k = 0; k < ARRAY_SIZE(per_pe); k++)
-		for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
+	/* PE-major: the counters a message's match bumps (requests, priority/overflow, success, use-once,
+	 * busy time) are those of its PtlTE's PE, so one PE's slots sit together (two cache lines, not one
+	 * line per counter).  The order is storage only: outputs are sorted by name. */
+	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
+		for (size_t k = 0; k < ARRAY_SIZE(per_pe); k++)
 			tab_add(&t, per_pe[k].off + pe * sizeof(uint64_t *), "%s_%u", per_pe[k].name, pe);
 	for (size_t k = 0; k < ARRAY_SIZE(one); k++)
 		tab_add(&t, one[k].off, "%s", one[k].name);
