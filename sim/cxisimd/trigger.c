@@ -26,7 +26,7 @@ struct dtrig {
 	uint64_t value;
 	sim_timer retry;            /* the NIC was full when it was released: tried again */
 	uint16_t nslots;
-	unsigned char cmd[];
+	_Alignas(8) unsigned char cmd[]; /* read as struct cxs_cmd */
 };
 
 static void ct_hold(struct dct *ct)
@@ -152,9 +152,10 @@ int trig_queue(struct client *c, const struct ctl_trig_queue_req *req, const uns
 		if (!ep || ep->closing || req->nslots == 0 || req->nslots > TRIG_MAX_SLOTS ||
 		    len != (size_t)req->nslots * RING_SLOT)
 			return -EINVAL;
-		const struct cxs_cmd *h = (const void *)cmd;
-		if (h->op != CXS_CMD_SEND && h->op != CXS_CMD_RECV && h->op != CXS_CMD_WRITE && h->op != CXS_CMD_READ &&
-		    h->op != CXS_CMD_ATOMIC)
+		struct cxs_cmd h;
+		memcpy(&h, cmd, sizeof(h)); /* the request buffer gives no alignment */
+		if (h.op != CXS_CMD_SEND && h.op != CXS_CMD_RECV && h.op != CXS_CMD_WRITE && h.op != CXS_CMD_READ &&
+		    h.op != CXS_CMD_ATOMIC)
 			return -EINVAL;
 		nic = ep->nic;
 		svc = ep->svc_id;
@@ -185,7 +186,8 @@ int trig_queue(struct client *c, const struct ctl_trig_queue_req *req, const uns
 	t->target_ct = target;
 	t->nslots = (uint16_t)req->nslots;
 	memcpy(t->cmd, cmd, len);
-	((struct cxs_cmd *)(void *)t->cmd)->flags &= ~CXS_F_TRIGGER;
+	if (len)
+		((struct cxs_cmd *)(void *)t->cmd)->flags &= ~(uint32_t)CXS_F_TRIGGER;
 	t->next = c->trigs;
 	if (c->trigs)
 		c->trigs->prev = t;

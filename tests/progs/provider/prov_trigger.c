@@ -317,8 +317,31 @@ static void deferred_work(void)
 	T_OK(fi_close(&chain->fid));
 }
 
+/* A process that dies with work held and being released takes nothing down with it. */
+static int dying(void *arg)
+{
+	(void)arg;
+	struct t_ep d;
+	t_open(&d, caps());
+	fi_addr_t self = t_insert(&d, d.name);
+	struct fid_cntr *trig = cntr_open(&d), *comp = cntr_open(&d);
+	static char text[] = "to myself";
+	struct iovec v = { text, sizeof(text) };
+	struct fi_op_tagged ts = { .ep = d.ep, .msg = { .msg_iov = &v, .iov_count = 1, .addr = self, .tag = 1 } };
+	for (uint64_t i = 1; i <= 20; i++) {
+		struct fi_deferred_work w = { .threshold = i, .triggering_cntr = trig, .completion_cntr = comp,
+					      .op_type = FI_OP_TSEND };
+		w.op.tagged = &ts;
+		T_OK(fi_control(&d.dom->fid, FI_QUEUE_WORK, &w));
+	}
+	T_OK(fi_cntr_add(trig, 10));
+	_exit(0); /* no close, no cleanup: 10 entries held, some being released */
+}
+
 int main(void)
 {
+	pid_t dp = t_fork(dying, NULL, "dying");
+	t_join(dp, "dying");
 	struct t_link l;
 	t_link_init(&l);
 	pid_t p = t_fork(target, &l, "target");
@@ -348,5 +371,9 @@ int main(void)
 	t.ep = NULL;
 	T_OK(fi_close(&wcntr->fid));
 	t_close(&t);
+	struct t_ep again;
+	t_open(&again, caps());
+	t_close(&again);
+	T_CHECK(1, "the daemon outlived a process that died with triggered work held");
 	return t_finish("prov_trigger");
 }
