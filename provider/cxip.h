@@ -234,8 +234,12 @@ uint64_t cxip_vt_stamp(struct cxip_dev *dev, uint64_t *last_stamp);
  * a local id), its virtual deadline, or park_timeout of wall time.  ready() is checked after turning idle,
  * before parking.  0: woken, -FI_ETIMEDOUT: deadline reached, -FI_EAGAIN: wall timeout, -FI_EIO. */
 int cxip_vt_idle(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool (*ready)(void *), void *arg);
-/* An empty poll of `key` (a CQ, counter or EQ): idle until anything changes for the process (PCB_WAIT_ANY). */
-int cxip_vt_idle_poll(struct cxip_dev *dev, const void *key, bool (*ready)(void *), void *arg);
+/* An empty poll of `key` (a CQ, counter or EQ) whose change count (entries added + taken, or the counter's
+ * value) is `changes`: the first one after the object changed returns -FI_EAGAIN at once (*seen keeps the
+ * count of the last empty poll); a repeated one is idle until anything changes for the process
+ * (PCB_WAIT_ANY).  Returns as cxip_vt_idle. */
+int cxip_vt_idle_poll(struct cxip_dev *dev, const void *key, _Atomic uint64_t *seen, uint64_t changes,
+		      bool (*ready)(void *), void *arg);
 /* Idle without parking (fi_trywait, a control request): the thread resumes at its next provider call. */
 void cxip_vt_idle_lazy(struct cxip_dev *dev, uint32_t wait_id);
 void cxip_vt_resume(struct cxip_dev *dev);
@@ -330,6 +334,7 @@ struct cxip_cq {
 	struct cxip_queue q;
 	_Atomic bool signaled;     /* fi_cq_signal: the (next) blocked fi_cq_sread returns -FI_EAGAIN */
 	_Atomic bool err_flag;     /* err_pending, readable without the lock (virtual time's idle check) */
+	_Atomic uint64_t poll_seen; /* virtual mode: entries added + taken at its last empty poll */
 	pthread_mutex_t lock;
 	/* an error completion found while reading ordinary ones waits here for fi_cq_readerr */
 	bool err_pending;
@@ -349,7 +354,7 @@ struct cxip_cntr {
 	struct cxip_shm_map map;
 	struct ct_shm *ct;
 	int efd;
-	_Atomic uint64_t last_read; /* virtual mode: a read that finds this value again is an empty poll */
+	_Atomic uint64_t poll_seen; /* virtual mode: the value its last empty poll found */
 };
 
 struct cxip_eq_entry {
@@ -372,6 +377,7 @@ struct cxip_eq {
 	struct cxip_eq_entry *head, *tail;
 	uint64_t changes;        /* entries added + taken (under lock; cxip_dev_anything_pending) */
 	uint32_t vt_id;          /* local wait id (virtual mode) */
+	_Atomic uint64_t poll_seen; /* virtual mode: `changes` at its last empty poll */
 };
 
 struct cxip_mr {

@@ -24,6 +24,7 @@ struct scenario {
 	simtime_t ts_interval;
 	enum sim_stop_reason stop;
 	double wall_s;
+	double cpu_s; /* CPU time of the run (process, all threads) */
 	struct mem_report *mem; /* taken after the run */
 };
 

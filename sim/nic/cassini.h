@@ -12,6 +12,7 @@
 #define C_NUM_PTLTES 2048
 #define C_NUM_EQS 2048
 #define C_NUM_CTS 2048
+#define C_NUM_TLES 2048 /* trigger list entries (shs-cassini-headers cassini_user_defs.h) */
 #define C_NUM_ACS 1024
 #define C_NUM_TXQS 1024
 #define C_NUM_TGQS 512

@@ -15,6 +15,7 @@ void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r);
  * hands it on; NULL for a NOOP. */
 struct cmdrec {
 	struct nic_work *w;
+	struct nic_tle *tle;      /* triggered command: its trigger list entry, taken at emit */
 	uint32_t nslots;
 };
 
@@ -87,8 +88,12 @@ static void work_drop(struct nic *nic, struct nic_work *w)
 
 static void cmdq_destroy(struct nic *nic, struct nic_cmdq *q)
 {
-	for (uint32_t i = 0; i < q->n; i++)
-		work_drop(nic, q->ring[(q->head + i) % q->cap].w);
+	for (uint32_t i = 0; i < q->n; i++) {
+		struct cmdrec *r = &q->ring[(q->head + i) % q->cap];
+		if (r->tle)
+			nic_tle_give_back(nic, r->tle);
+		work_drop(nic, r->w);
+	}
 	free(q->ring);
 	free(q);
 }
@@ -202,12 +207,11 @@ static int cmd_validate(const struct nic_cmdq *q, const struct nic_cmd *c, uint3
 		break;
 	case NIC_CMD_CT_SET:
 	case NIC_CMD_CT_INC:
-		break;
+	case NIC_CMD_CT_CANCEL:
+		return 0;
 	default: return -EINVAL;
 	}
-	if (c->op != NIC_CMD_CT_SET && c->op != NIC_CMD_CT_INC && c->dma.dst_pid >= C_PID_ANY)
-		return -EINVAL;
-	if (c->op != NIC_CMD_CT_SET && c->op != NIC_CMD_CT_INC && c->dma.index >= C_PID_GRANULE)
+	if (c->dma.dst_pid >= C_PID_ANY || c->dma.index >= C_PID_GRANULE)
 		return -EINVAL;
 	return 0;
 }
@@ -249,6 +253,7 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 	struct cmdrec *r = &q->ring[(q->head + q->n) % q->cap];
 	r->nslots = need;
 	r->w = NULL;
+	r->tle = NULL;
 	if (c->op != NIC_CMD_NOOP) {
 		struct nic *nic = q->lni->nic;
 		struct nic_work *w = pool_get(&nic->rec->work);
@@ -277,6 +282,35 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 	return 0;
 }
 
+int nic_cmdq_emit_triggered(struct nic_cmdq *q, const struct nic_cmd *c, uint32_t trig_ctn, uint64_t threshold)
+{
+	if (!q || !q->live || !c || q->target)
+		return -EINVAL;
+	switch (c->op) {
+	case NIC_CMD_PUT:
+	case NIC_CMD_GET:
+	case NIC_CMD_AMO:
+	case NIC_CMD_CT_SET:
+	case NIC_CMD_CT_INC:
+		break;
+	default: return -EINVAL;
+	}
+	uint32_t need;
+	int rc = cmd_validate(q, c, &need);
+	if (rc)
+		return rc;
+	struct nic_tle *t = nic_tle_take(q->lni, trig_ctn, threshold, &rc);
+	if (!t)
+		return rc;
+	rc = nic_cmdq_emit(q, c);
+	if (rc) {
+		nic_tle_give_back(q->lni->nic, t);
+		return rc;
+	}
+	q->ring[(q->head + q->n - 1) % q->cap].tle = t;
+	return 0;
+}
+
 static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct nic_cmdq *q = obj;
@@ -301,6 +335,11 @@ static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 		q->rung--;
 		q->used -= r->nslots;
 		struct nic_work *w = r->w;
+		if (r->tle) {
+			nic_tle_hold(nic, r->tle, w);
+			r->tle = NULL;
+			continue;
+		}
 		if (!w)
 			continue;
 		if (q->target)

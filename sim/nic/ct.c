@@ -11,11 +11,12 @@ void nic_rsrc_put(struct nic_lni *lni, enum nic_rsrc r);
 #define CT_SUCCESS_MASK ((1ULL << 48) - 1)
 #define CT_FAILURE_MASK ((1u << 7) - 1)
 
-static struct nic_ct *ct_lookup(struct nic *nic, uint32_t ctn)
+struct nic_ct *nic_ct_lookup(struct nic *nic, uint32_t ctn)
 {
 	struct nic_ct *c = nic_table_at(&nic->cts, ctn);
 	return c && c->live ? c : NULL;
 }
+#define ct_lookup nic_ct_lookup
 
 int nic_ct_alloc(struct nic_lni *lni, nic_ct_notify_fn notify, void *ctx, uint32_t *ctn)
 {
@@ -38,6 +39,8 @@ int nic_ct_alloc(struct nic_lni *lni, nic_ct_notify_fn notify, void *ctx, uint32
 	c->lni = lni;
 	c->notify = notify;
 	c->ctx = ctx;
+	c->tles = NULL;
+	c->ntles = 0;
 	*ctn = i;
 	return 0;
 }
@@ -49,6 +52,7 @@ int nic_ct_free(struct nic_lni *lni, uint32_t ctn)
 	struct nic_ct *c = ct_lookup(lni->nic, ctn);
 	if (!c || c->lni != lni)
 		return -ENOENT;
+	nic_trig_ct_drop(lni->nic, c);
 	nic_rsrc_put(lni, NIC_RSRC_CT);
 	c->live = false;
 	return 0;
@@ -77,6 +81,8 @@ int nic_ct_read(struct nic *nic, uint32_t ctn, uint64_t *success, uint32_t *fail
 
 static void ct_changed(struct nic *nic, uint32_t ctn, struct nic_ct *c)
 {
+	if (c->tles)
+		nic_trig_ct_changed(nic, ctn, c);
 	if (c->notify)
 		c->notify(c->ctx, nic, ctn);
 }

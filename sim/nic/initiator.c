@@ -281,6 +281,7 @@ static void tx_exec(struct sim *sim, void *obj, uint64_t arg)
 	case NIC_CMD_AMO: tx_amo(nic, w); break;
 	case NIC_CMD_CT_SET: nic_ct_set(nic, w->cmd.ct.ctn, w->cmd.ct.success, w->cmd.ct.failure); break;
 	case NIC_CMD_CT_INC: nic_ct_add(nic, w->cmd.ct.ctn, w->cmd.ct.success, w->cmd.ct.failure); break;
+	case NIC_CMD_CT_CANCEL: nic_ct_cancel(w->lni, w->cmd.ct.ctn); break;
 	default: break;
 	}
 	nic_payload_free(w->idc);

@@ -58,6 +58,13 @@ static const struct param nic_params_table[] = {
 	  "assumed: the target AMO unit's occupancy per atomic (ALU and ordering check); AMOs of one NIC execute one "
 	  "at a time in arrival order, each also waiting for its host read (a PCIe round trip) before the unit "
 	  "applies it and writes the element back" },
+	{ "trig_release_ns", "ns", 40, 0, 1e6,
+	  "assumed: the trigger engine, from the CT update that reaches a threshold to the triggered command's issue to "
+	  "the transmit engine, per entry released (entries released together go one at a time, in order): of the order "
+	  "of tx_cmd_ns, one command processed; Cassini publishes no figure" },
+	{ "tles", "count", C_NUM_TLES, 1, C_NUM_TLES,
+	  "HPE shs-cassini-headers C_NUM_TLES: trigger list entries of a NIC (upstream cxi reserves 8 of a service's "
+	  "TLEs and refuses deferred work beyond the rest with -FI_ENOSPC, cxip_dom.c TLE_RESERVED)" },
 };
 
 enum {
@@ -85,6 +92,8 @@ enum {
 	P_PCT_PID_MASK,
 	P_PCT_IDLE,
 	P_AMO_UNIT,
+	P_TRIG_RELEASE,
+	P_TLES,
 };
 
 struct nic_world {
@@ -239,9 +248,15 @@ static const struct nic_ctr_table *ctr_table(void)
 		{ C_OFF(pct_sct_high_water), "sim.pct_sct_high_water" },
 		{ C_OFF(pct_tct_high_water), "sim.pct_tct_high_water" },
 		{ C_OFF(pct_sct_full), "sim.pct_sct_full" },
+		{ C_OFF(trig_cmds), "C_CNTR_TOU_NUM_TRIG_CMDS_0" },
+		{ C_OFF(trig_canceled), "sim.trig_canceled" },
+		{ C_OFF(tle_high_water), "sim.tle_high_water" },
 	};
-	for (size_t k = 0; k < ARRAY_SIZE(per_pe); k++)
-		for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
+	/* PE-major: the counters a message's match bumps (requests, priority/overflow, success, use-once,
+	 * busy time) are those of its PtlTE's PE, so one PE's slots sit together (two cache lines, not one
+	 * line per counter).  The order is storage only: outputs are sorted by name. */
+	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
+		for (size_t k = 0; k < ARRAY_SIZE(per_pe); k++)
 			tab_add(&t, per_pe[k].off + pe * sizeof(uint64_t *), "%s_%u", per_pe[k].name, pe);
 	for (size_t k = 0; k < ARRAY_SIZE(one); k++)
 		tab_add(&t, one[k].off, "%s", one[k].name);
@@ -535,6 +550,8 @@ static void read_params(struct nic_world *w, const struct cfg *c)
 	p->pct_pid_mask = (uint32_t)param_get_u64(c, &t[P_PCT_PID_MASK]);
 	p->pct_idle = (simtime_t)(param_get(c, &t[P_PCT_IDLE]) * 1e6 + 0.5);
 	p->amo_unit = (simtime_t)(param_get(c, &t[P_AMO_UNIT]) * 1000.0 + 0.5);
+	p->trig_release = (simtime_t)(param_get(c, &t[P_TRIG_RELEASE]) * 1000.0 + 0.5);
+	p->tles = (uint32_t)param_get_u64(c, &t[P_TLES]);
 	if (p->le_pool_reserved > p->le_pool_max_alloc)
 		cfg_fail(c, "le_pool_reserved", "exceeds le_pool_max_alloc (%u)", p->le_pool_max_alloc);
 }
@@ -576,7 +593,7 @@ static void read_pools(struct nic_world *w, const struct cfg *c)
 	}
 }
 
-static const char *const rsrc_names[NIC_RSRC_COUNT] = { "ptlte", "txq", "tgq", "eq", "ct", "le", "ac" };
+static const char *const rsrc_names[NIC_RSRC_COUNT] = { "ptlte", "txq", "tgq", "eq", "ct", "le", "ac", "tle" };
 
 /* nic.services: [{vnis: [5, 7], le_pool: 1, limits: {le: {max: 100, res: 10}}}] -- created on every NIC
  * with ids 2, 3, ... in order. */

@@ -84,6 +84,7 @@ enum nic_rsrc {
 	NIC_RSRC_CT,
 	NIC_RSRC_LE, /* per PE: applies to the service's LE pool on each of the 4 PEs */
 	NIC_RSRC_AC,
+	NIC_RSRC_TLE, /* trigger list entries (trig.c) */
 	NIC_RSRC_COUNT,
 };
 
@@ -284,6 +285,7 @@ enum nic_cmd_op {
 	NIC_CMD_GET,
 	NIC_CMD_CT_SET,
 	NIC_CMD_CT_INC,
+	NIC_CMD_CT_CANCEL,      /* drop the triggered commands still held on ct.ctn (C_CMD_CT_CANCEL) */
 	NIC_CMD_AMO,            /* atomic operation on one element at the target (amo.c): operands in the
 				 * command; fetching AMOs write the target's previous value at local_addr */
 	/* target queue */
@@ -382,6 +384,33 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *cmd);
 /* Doorbell: make every command emitted so far visible to the NIC. */
 void nic_cmdq_ring(struct nic_cmdq *q);
 uint32_t nic_cmdq_free_slots(const struct nic_cmdq *q);
+
+/* ------------------------------------------------------------------------------------------------------
+ * Triggered operations (trig.c), Cassini's trigger list.  A triggered command waits in a trigger list entry
+ * (TLE) held against a CT until the CT's success count reaches the entry's threshold; the NIC's trigger
+ * engine then releases it to the transmit engine, one entry every `trig_release_ns`, so entries released
+ * together keep their order.  The entries of one CT are released in threshold order, equal thresholds in
+ * the order they were queued; an entry whose threshold the count has already reached is released at once.
+ * A NIC has `nic.tles` entries (C_NUM_TLES, 2048); each is charged to the LNI's service (NIC_RSRC_TLE,
+ * whose limits a scenario service may set).  An entry is taken when the command is emitted and given back
+ * when it is released (a full trigger list refuses the emit: Cassini's queue would stall instead).
+ * NIC_CMD_CT_CANCEL (or nic_ct_cancel) drops every entry still held on the CT: nothing executes and no event
+ * is written; entries already released are not recalled.  Freeing the CT or the LNI drops its entries too.
+ */
+/* A triggered transmit command: PUT, GET, AMO, CT_SET or CT_INC (not IDC_PUT or RENDEZVOUS_PUT: Cassini's
+ * CT_TRIG_DMA carries a DMA command).  -ENOSPC: no TLE (NIC or service); -ENOENT: trig_ctn is not a live CT
+ * of the queue's LNI; -EINVAL: anything else wrong. */
+int nic_cmdq_emit_triggered(struct nic_cmdq *q, const struct nic_cmd *cmd, uint32_t trig_ctn, uint64_t threshold);
+/* A software continuation in a TLE (the emulation daemon's triggered operations: the provider's software
+ * layer issues the operation when the entry is released).  fn runs once: rc C_RC_OK when released,
+ * C_RC_CANCELED when dropped (CT_CANCEL, CT or LNI freed).  Same errors as nic_cmdq_emit_triggered. */
+typedef void (*nic_trig_fn)(void *ctx, struct nic *nic, uint32_t ctn, uint64_t threshold, int rc);
+int nic_trig_append(struct nic_lni *lni, uint32_t ctn, uint64_t threshold, nic_trig_fn fn, void *ctx);
+/* Driver call with CT_CANCEL's effect; returns the number of entries dropped, or -ENOENT. */
+int nic_ct_cancel(struct nic_lni *lni, uint32_t ctn);
+/* TLEs held on a CT (not yet released), and in use on the NIC (held or being released). */
+uint32_t nic_ct_tles(struct nic *nic, uint32_t ctn);
+uint32_t nic_tles_used(struct nic *nic);
 
 /* ------------------------------------------------------------------------------------------------------
  * Observability (tests and telemetry).

@@ -37,6 +37,8 @@ struct nic_params {
 	uint32_t pct_pid_mask;       /* destination PID bits that select a connection (driver sct_pid_mask) */
 	simtime_t pct_idle;          /* a connection idle this long is closed (SCT idle epoch) */
 	simtime_t amo_unit;          /* target AMO unit occupancy per atomic */
+	simtime_t trig_release;      /* trigger engine: per TLE released */
+	uint32_t tles;               /* trigger list entries of a NIC */
 };
 
 /* ---------------------------------------------------------------- intrusive LE lists */
@@ -158,6 +160,8 @@ static inline void *nic_table_at(const struct nic_table *t, uint32_t i)
 void *nic_table_slot(struct nic_table *t, uint32_t i, size_t size);
 void nic_table_free(struct nic_table *t);
 
+struct nic_tle;
+
 struct nic_ct {
 	bool live;
 	struct nic_lni *lni;
@@ -165,6 +169,8 @@ struct nic_ct {
 	uint32_t failure;
 	nic_ct_notify_fn notify;
 	void *ctx;
+	struct nic_tle *tles;     /* trigger list entries held on it, by (threshold, order queued) */
+	uint32_t ntles;
 };
 
 
@@ -244,6 +250,9 @@ struct nic_counters {
 	uint64_t *pct_sct_full;         /* SCT opens beyond the table (counted, not enforced: pct.c) */
 	uint64_t *pe_busy_ps[C_PE_COUNT]; /* time each PE spent on network requests and target commands */
 	uint64_t *fc_transitions[8];    /* STATE_CHANGE by the NIC, per c_sc_reason */
+	uint64_t *trig_cmds;            /* triggered commands released (C_CNTR_CQ_NUM_TRIG_CMDS_0) */
+	uint64_t *trig_canceled;        /* entries dropped by CT_CANCEL or a free */
+	uint64_t *tle_high_water;       /* most trigger list entries in use at once */
 };
 
 struct nic_pct_table;
@@ -284,6 +293,9 @@ struct nic {
 	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
 	simtime_t dma_read_free;  /* the host-read channel has streamed everything issued before, until then */
 	simtime_t amo_free;       /* the AMO unit has applied every atomic before, until then */
+	simtime_t trig_free;      /* the trigger engine has released every entry before, until then */
+	uint32_t tles_used;       /* trigger list entries taken (held or being released) */
+	uint64_t tle_seq;
 
 	struct nic_records *rec;  /* the simulation's record pools, shared by every NIC */
 	uint64_t rdzv_seq;
@@ -382,6 +394,15 @@ bool nic_eq_has_room(struct nic *nic, uint32_t eqn);
 bool nic_eq_post(struct nic *nic, uint32_t eqn, const struct nic_event *ev, simtime_t delay, bool fc_reserved);
 void nic_eqs_free_lni(struct nic *nic, struct nic_lni *lni);
 
+/* trig.c: the CT's success count changed (ct.c); the CT or LNI is going away (drop its entries). */
+void nic_trig_ct_changed(struct nic *nic, uint32_t ctn, struct nic_ct *c);
+void nic_trig_ct_drop(struct nic *nic, struct nic_ct *c);
+/* A command's TLE, taken at emit (cmdq.c), becomes a held entry at fetch with its work item. */
+struct nic_tle *nic_tle_take(struct nic_lni *lni, uint32_t ctn, uint64_t threshold, int *rc);
+void nic_tle_hold(struct nic *nic, struct nic_tle *t, struct nic_work *w);
+void nic_tle_give_back(struct nic *nic, struct nic_tle *t);
+struct nic_ct *nic_ct_lookup(struct nic *nic, uint32_t ctn);
+
 /* ct.c */
 void nic_ct_add(struct nic *nic, uint32_t ctn, uint64_t success, uint32_t failure);
 void nic_ct_set(struct nic *nic, uint32_t ctn, uint64_t success, uint32_t failure);
@@ -437,6 +458,7 @@ static inline uint32_t nic_rsrc_max_default(enum nic_rsrc r)
 	case NIC_RSRC_CT: return C_NUM_CTS;
 	case NIC_RSRC_LE: return C_LES_PER_PE;
 	case NIC_RSRC_AC: return C_NUM_ACS;
+	case NIC_RSRC_TLE: return C_NUM_TLES;
 	default: return 0;
 	}
 }
