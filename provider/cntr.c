@@ -23,8 +23,9 @@ static bool cntr_changed(void *arg)
 	return atomic_load(&k->c->ct->success) != k->success || atomic_load(&k->c->ct->failure) != k->failure;
 }
 
-/* Virtual mode: a read that finds the value it found last time is an empty poll (a loop on fi_cntr_read
- * waits for the counter): the thread is idle until the counter or anything else of the process changes. */
+/* Virtual mode: a read that finds the value the previous read found is an empty poll (a loop on fi_cntr_read
+ * waits for the counter): from the second such read on, the thread is idle until the counter or anything
+ * else of the process changes (cxip_vt_idle_poll). */
 static uint64_t cntr_read(struct fid_cntr *fid)
 {
 	struct cxip_cntr *c = (struct cxip_cntr *)fid;
@@ -33,13 +34,9 @@ static uint64_t cntr_read(struct fid_cntr *fid)
 	if (!dev->virt)
 		return v;
 	cxip_vt_charge(dev);
-	if (atomic_exchange(&c->last_read, v) == v) {
-		struct cntr_cond k = { c, v, atomic_load(&c->ct->failure), 0 };
-		if (cxip_vt_idle_poll(dev, c, cntr_changed, &k) == 0) {
-			v = atomic_load_explicit(&c->ct->success, memory_order_acquire);
-			atomic_store(&c->last_read, v);
-		}
-	}
+	struct cntr_cond k = { c, v, atomic_load(&c->ct->failure), 0 };
+	if (cxip_vt_idle_poll(dev, c, &c->poll_seen, v, cntr_changed, &k) == 0)
+		v = atomic_load_explicit(&c->ct->success, memory_order_acquire);
 	return v;
 }
 

@@ -223,7 +223,9 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 		sched_yield();
 		return r;
 	}
-	if (cxip_vt_idle_poll(dev, cq, cq_ready, cq) == 0)
+	uint64_t changes;
+	cxip_cq_has_entries(cq, &changes);
+	if (cxip_vt_idle_poll(dev, cq, &cq->poll_seen, changes, cq_ready, cq) == 0)
 		r = cq_read_once(cq, buf, count, src_addr);
 	cxip_vt_rebase(dev);
 	return r;

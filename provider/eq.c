@@ -73,8 +73,12 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 		return -FI_EINVAL;
 	ssize_t r = eq_pop(eq, event, buf, len, flags, false);
 	struct cxip_dev *dev = eq_dev(eq);
-	if (r == -FI_EAGAIN && dev && cxip_vt_idle_poll(dev, eq, eq_ready, eq) == 0)
-		r = eq_pop(eq, event, buf, len, flags, false);
+	if (r == -FI_EAGAIN && dev) {
+		uint64_t changes;
+		cxip_eq_has_entries(eq, &changes);
+		if (cxip_vt_idle_poll(dev, eq, &eq->poll_seen, changes, eq_ready, eq) == 0)
+			r = eq_pop(eq, event, buf, len, flags, false);
+	}
 	return r;
 }
 

@@ -315,8 +315,16 @@ int cxip_vt_idle(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bool
 	return idle_on(dev, wait_id, deadline, ready, arg, NULL);
 }
 
-int cxip_vt_idle_poll(struct cxip_dev *dev, const void *key, bool (*ready)(void *), void *arg)
+/* The first empty poll of an object after it changed returns at once: a program that drains a queue reads
+ * it until it is empty (Open MPI's progress loop does after every completion), and that read only ends the
+ * drain -- the program goes on to act on what it read (a reply to send), so idling there would charge it a
+ * wait for whatever comes next (its send's acknowledgement), not for anything it waits for.  A repeated
+ * empty poll, with nothing changed since, waits. */
+int cxip_vt_idle_poll(struct cxip_dev *dev, const void *key, _Atomic uint64_t *seen, uint64_t changes,
+		      bool (*ready)(void *), void *arg)
 {
+	if (seen && atomic_exchange(seen, changes) != changes)
+		return -FI_EAGAIN;
 	return idle_on(dev, PCB_WAIT_ANY, UINT64_MAX, ready, arg, key);
 }
 

@@ -8,7 +8,6 @@
    their round trips, so start-up and attach cancel out.
 2. Open MPI, 8 ranks, an Allreduce loop (tests/progs/provider/mpi_allreduce_loop) under virtual time: the
    simulated time MPI_Wtime reports and the wall time of the loop; their ratio is the slowdown factor."""
-import contextlib
 import os
 import re
 import statistics
@@ -21,20 +20,11 @@ BUILD = os.environ.get("CXISIM_BUILD", "build")
 CXISIM = os.path.join(REPO, "cxisim")
 TRIALS = int(os.environ.get("BENCH_TRIALS", "3"))
 ITERS = int(os.environ.get("BENCH_ITERS", "2000"))
+sys.path.insert(0, os.path.join(REPO, "tests", "py"))
+from provider_helpers import cpu_hogs  # noqa: E402
+
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
           "--mca", "mtl_ofi_provider_include", "cxi", "--mca", "btl", "self"]
-
-
-@contextlib.contextmanager
-def hogs(n):
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    try:
-        time.sleep(0.2)
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 def pingpong(mode, iters):
@@ -65,7 +55,7 @@ def bench_pingpong():
     print(f"virtual-time bench: fi_pingpong -p cxi -e rdm -S 8, wall time per round trip from "
           f"{ITERS} and {5 * ITERS} iterations, median of {TRIALS} trials, virtual and realtime alternating")
     for load, n in (("idle", 0), ("2 CPU hogs", 2)):
-        with hogs(n):
+        with cpu_hogs(n):
             v, r, vlat, rlat = [], [], [], []
             for _ in range(TRIALS):
                 x, lat = wall_per_rt("virtual")

@@ -2,7 +2,8 @@
  * reads (clock_gettime, gettimeofday, time, timespec_get, syscall(SYS_clock_gettime...)).
  *
  * Mapping (docs/provider.md "Time"): a clock of family F reads offset[F] + virtual ns, where
- *   offset[F] = max(epoch[F], real[F] - virtual ns), both taken at the process's first virtual read.
+ *   offset[F] = max(epoch[F], real[F] - virtual ns), both taken at the process's first virtual read, rounded
+ *   up to a whole second (REALTIME, TAI) or millisecond (MONOTONIC, BOOTTIME), so dates stay readable.
  * epoch[F] is the real clock when `cxisim exec` started (CXISIM_CLOCK_EPOCH), so the processes of a run
  * share one timeline and REALTIME reads as a date of the run; the max() keeps a process that read the
  * real clock before it attached from ever seeing time go backwards (it then continues from its real time).
@@ -38,45 +39,27 @@ static const clockid_t family_clock[CLK_F_N] = {CLOCK_REALTIME, CLOCK_MONOTONIC,
 
 /* ---- real functions ---- */
 
-typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
-typedef long (*syscall_fn)(long, ...);
-static _Atomic(clock_gettime_fn) real_clock_gettime_p;
-static _Atomic(syscall_fn) real_syscall_p;
+CLK_REAL(int, clock_gettime, clockid_t, struct timespec *)
+CLK_REAL(long, syscall, long, ...)
 
+/* While the cycle counter is trapped (tsc.c), libc's clock_gettime would fault in the vDSO on every call
+ * (it reads the counter there): the system call is far cheaper than a trap. */
 int clk_real_clock_gettime(clockid_t c, struct timespec *ts)
 {
-	clock_gettime_fn f = atomic_load_explicit(&real_clock_gettime_p, memory_order_relaxed);
-	if (!f) {
-		f = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
-		if (!f) /* no libc below us (cannot happen with glibc): the system call */
-			return (int)clk_real_syscall6(SYS_clock_gettime, c, (long)ts, 0, 0, 0, 0);
-		atomic_store_explicit(&real_clock_gettime_p, f, memory_order_relaxed);
-	}
+	int (*f)(clockid_t, struct timespec *) = get_real_clock_gettime();
+	if (!f || clk_tsc_state() == 1)
+		return (int)clk_real_syscall6(SYS_clock_gettime, c, (long)ts, 0, 0, 0, 0);
 	return f(c, ts);
 }
 
 long clk_real_syscall6(long nr, long a, long b, long c, long d, long e, long f)
 {
-	syscall_fn s = atomic_load_explicit(&real_syscall_p, memory_order_relaxed);
-	if (!s) {
-		s = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
-		atomic_store_explicit(&real_syscall_p, s, memory_order_relaxed);
-	}
-	return s(nr, a, b, c, d, e, f);
+	return get_real_syscall()(nr, a, b, c, d, e, f);
 }
 
-#define REAL(ret, name, ...)                                                                              \
-	static ret (*real_##name)(__VA_ARGS__);                                                          \
-	static ret (*get_real_##name(void))(__VA_ARGS__)                                                 \
-	{                                                                                                \
-		if (!real_##name)                                                                        \
-			real_##name = (ret(*)(__VA_ARGS__))dlsym(RTLD_NEXT, #name);                      \
-		return real_##name;                                                                      \
-	}
-
-REAL(int, gettimeofday, struct timeval *, void *)
-REAL(time_t, time, time_t *)
-REAL(int, timespec_get, struct timespec *, int)
+CLK_REAL(int, gettimeofday, struct timeval *, void *)
+CLK_REAL(time_t, time, time_t *)
+CLK_REAL(int, timespec_get, struct timespec *, int)
 
 /* ---- registration ---- */
 
@@ -163,6 +146,15 @@ int clk_family_of(clockid_t c)
 	}
 }
 
+/* Offsets are whole seconds (REALTIME, TAI) or whole milliseconds (MONOTONIC, BOOTTIME), rounded up (time
+ * never goes back): a date printed by the program then shows virtual time in its fraction (virtual 807 ns
+ * after the start reads HH:MM:SS.000000807). */
+static uint64_t whole(uint64_t ns, int family)
+{
+	uint64_t unit = family == CLK_F_REALTIME || family == CLK_F_TAI ? 1000000000u : 1000000u;
+	return ns % unit ? ns + (unit - ns % unit) : ns;
+}
+
 static void compute_offsets(uint64_t vt_ns)
 {
 	int expect = 0;
@@ -171,14 +163,14 @@ static void compute_offsets(uint64_t vt_ns)
 			struct timespec ts;
 			uint64_t real = clk_real_clock_gettime(family_clock[f], &ts) == 0 ? clk_ts_to_ns(&ts) : 0;
 			uint64_t lift = real > vt_ns ? real - vt_ns : 0;
-			g_offset[f] = lift > g_epoch[f] ? lift : g_epoch[f];
+			g_offset[f] = whole(lift > g_epoch[f] ? lift : g_epoch[f], f);
 		}
 		if (g_epoch[CLK_F_TAI] == 0 && g_epoch[CLK_F_REALTIME] != 0) {
 			/* TAI keeps its real distance from REALTIME (leap seconds). */
 			struct timespec a, b;
 			clk_real_clock_gettime(CLOCK_REALTIME, &a);
 			clk_real_clock_gettime(CLOCK_TAI, &b);
-			uint64_t d = clk_ts_to_ns(&b) - clk_ts_to_ns(&a);
+			uint64_t d = whole(clk_ts_to_ns(&b) - clk_ts_to_ns(&a), CLK_F_TAI); /* whole s (leap seconds) */
 			if (g_offset[CLK_F_REALTIME] + d > g_offset[CLK_F_TAI])
 				g_offset[CLK_F_TAI] = g_offset[CLK_F_REALTIME] + d;
 		}
@@ -259,11 +251,24 @@ CLK_EXPORT int clock_gettime(clockid_t c, struct timespec *ts)
 	return clk_real_clock_gettime(c, ts);
 }
 
+/* CLOCK_REALTIME in ns for the wrappers below: virtual with ops, else real -- by system call while the
+ * counter is trapped (libc's path reads it in the vDSO).  -1: let libc answer. */
+static int realtime_ns(const struct cxisim_clock_ops *o, uint64_t *ns)
+{
+	if (o && clk_virtual_ns(o, CLK_F_REALTIME, ns) == 0)
+		return 0;
+	struct timespec ts;
+	if (clk_tsc_state() != 1 || clk_real_clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return -1;
+	*ns = clk_ts_to_ns(&ts);
+	return 0;
+}
+
 CLK_EXPORT int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
 	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
 	uint64_t ns;
-	if (o && tv && clk_virtual_ns(o, CLK_F_REALTIME, &ns) == 0) {
+	if (tv && realtime_ns(o, &ns) == 0) {
 		tv->tv_sec = (time_t)(ns / 1000000000u);
 		tv->tv_usec = (suseconds_t)(ns % 1000000000u / 1000u);
 		return tz ? get_real_gettimeofday()(NULL, tz) : 0;
@@ -289,7 +294,7 @@ CLK_EXPORT int timespec_get(struct timespec *ts, int base)
 {
 	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
 	uint64_t ns;
-	if (o && base == TIME_UTC && clk_virtual_ns(o, CLK_F_REALTIME, &ns) == 0) {
+	if (base == TIME_UTC && realtime_ns(o, &ns) == 0) {
 		clk_ns_to_ts(ns, ts);
 		return base;
 	}
@@ -309,6 +314,14 @@ CLK_EXPORT long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
+	if (nr == SYS_execve || nr == SYS_execveat) { /* exec.c */
+		clk_tsc_exec_begin();
+		long r = clk_real_syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		int e = errno;
+		clk_tsc_exec_end();
+		errno = e;
+		return r;
+	}
 	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
 	if (o) {
 		uint64_t ns;

@@ -8,6 +8,7 @@
 #ifndef CXISIM_CLOCK_INTERPOSER_H
 #define CXISIM_CLOCK_INTERPOSER_H
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -34,7 +35,22 @@ int clk_family_of(clockid_t c);
 int clk_sleep_until(const struct cxisim_clock_ops *o, uint64_t deadline_ps, uint64_t *now_ps);
 int clk_wait(const struct cxisim_clock_ops *o, uint64_t deadline_ps, uint64_t *now_ps);
 
-/* Real libc functions (resolved with dlsym(RTLD_NEXT) on first use). */
+/* The real function `name` below this library: CLK_REAL(ret, name, argument types...) defines
+ * get_real_name(), which resolves it with dlsym(RTLD_NEXT) on first use (the one mechanism for every
+ * interposed function of the library). */
+#define CLK_REAL(ret, name, ...)                                                                          \
+	static ret (*clk_real_ptr_##name)(__VA_ARGS__);                                                  \
+	static ret (*get_real_##name(void))(__VA_ARGS__)                                                 \
+	{                                                                                                \
+		ret (*f)(__VA_ARGS__) = __atomic_load_n(&clk_real_ptr_##name, __ATOMIC_RELAXED);         \
+		if (!f) {                                                                                \
+			f = (ret(*)(__VA_ARGS__))dlsym(RTLD_NEXT, #name);                                \
+			__atomic_store_n(&clk_real_ptr_##name, f, __ATOMIC_RELAXED);                     \
+		}                                                                                        \
+		return f;                                                                                \
+	}
+
+/* Real libc functions shared by the library's files. */
 int clk_real_clock_gettime(clockid_t c, struct timespec *ts);
 long clk_real_syscall6(long nr, long a, long b, long c, long d, long e, long f);
 
@@ -42,6 +58,12 @@ long clk_real_syscall6(long nr, long a, long b, long c, long d, long e, long f);
 void clk_tsc_init(void);
 /* 1 if rdtsc traps in this process (probe succeeded), 0 if it does not, -1 if trapping is off. */
 int clk_tsc_state(void);
+/* Around a call that may replace the process image (exec*, posix_spawn, system, popen): the trap is a
+ * per-thread flag that survives execve, and the new program's loader reads the counter before any handler of
+ * ours is installed, so the calling thread lets the counter run during the call (a thread cloned meanwhile
+ * inherits that) and traps it again afterwards. */
+void clk_tsc_exec_begin(void);
+void clk_tsc_exec_end(void);
 
 /* ps <-> ns / timespec helpers (saturating). */
 static inline uint64_t clk_ts_to_ns(const struct timespec *ts)

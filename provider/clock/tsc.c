@@ -29,8 +29,8 @@
 
 #if defined(__x86_64__)
 
-typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-static sigaction_fn real_sigaction;
+CLK_REAL(int, sigaction, int, const struct sigaction *, struct sigaction *)
+CLK_REAL(sighandler_t, signal, int, sighandler_t)
 static int g_state = -1;	 /* -1 off, 0 probe failed (no trap), 1 trapping */
 static uint64_t g_tsc_khz;	 /* emulated counter rate */
 static struct sigaction g_app; /* the application's SIGSEGV disposition */
@@ -42,13 +42,11 @@ int clk_tsc_state(void)
 	return g_state;
 }
 
+/* Only while the handler lets the counter run (on_segv). */
 static uint64_t real_tsc(void)
 {
-	/* Counter reads fault in this thread: allow them for one instruction. */
 	uint32_t lo, hi;
-	prctl(PR_SET_TSC, PR_TSC_ENABLE);
 	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	prctl(PR_SET_TSC, PR_TSC_SIGSEGV);
 	return ((uint64_t)hi << 32) | lo;
 }
 
@@ -81,7 +79,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
-	real_sigaction(SIGSEGV, &dfl, NULL);
+	get_real_sigaction()(SIGSEGV, &dfl, NULL);
 }
 
 static void on_segv(int sig, siginfo_t *si, void *ucv)
@@ -100,7 +98,12 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 				g[REG_RAX] = g[REG_RDX] = 0;
 			} else {
 				int saved = errno;
+				/* The counter runs while the handler works: the clock reads below may go through
+				 * the vDSO, which reads it too, and a fault inside this handler (SIGSEGV blocked)
+				 * would kill the process. */
+				prctl(PR_SET_TSC, PR_TSC_ENABLE);
 				uint64_t t = emulated_tsc((uintptr_t)ip);
+				prctl(PR_SET_TSC, PR_TSC_SIGSEGV);
 				g[REG_RAX] = (greg_t)(t & 0xffffffffu);
 				g[REG_RDX] = (greg_t)(t >> 32);
 				if (len == 3) /* rdtscp: IA32_TSC_AUX, which Linux sets to the cpu (and node << 12) */
@@ -117,10 +120,8 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 /* The application's SIGSEGV handler is recorded, ours stays installed. */
 CLK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (!real_sigaction)
-		real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
 	if (sig != SIGSEGV || g_state != 1)
-		return real_sigaction(sig, act, old);
+		return get_real_sigaction()(sig, act, old);
 	if (old)
 		*old = g_app;
 	if (act)
@@ -130,10 +131,8 @@ CLK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 
 CLK_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
-	if (sig != SIGSEGV || g_state != 1) {
-		sighandler_t (*real_signal)(int, sighandler_t) = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
-		return real_signal(sig, h);
-	}
+	if (sig != SIGSEGV || g_state != 1)
+		return get_real_signal()(sig, h);
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = h;
@@ -179,7 +178,7 @@ static void vdso_range(void)
 
 void clk_tsc_init(void)
 {
-	real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+	int (*real_sigaction)(int, const struct sigaction *, struct sigaction *) = get_real_sigaction();
 	const char *e = getenv("CXISIM_CLOCK_TSC");
 	/* Only processes that may attach (run by `cxisim exec`) trap the counter. */
 	if (!real_sigaction || (e && strcmp(e, "real") == 0) || !getenv("CXISIM_SOCKET"))
@@ -209,6 +208,18 @@ void clk_tsc_init(void)
 	real_sigaction(SIGSEGV, &g_app, NULL);
 }
 
+void clk_tsc_exec_begin(void)
+{
+	if (g_state == 1)
+		prctl(PR_SET_TSC, PR_TSC_ENABLE);
+}
+
+void clk_tsc_exec_end(void)
+{
+	if (g_state == 1)
+		prctl(PR_SET_TSC, PR_TSC_SIGSEGV);
+}
+
 #else /* not x86-64: no cycle counter to trap */
 
 int clk_tsc_state(void)
@@ -217,6 +228,14 @@ int clk_tsc_state(void)
 }
 
 void clk_tsc_init(void)
+{
+}
+
+void clk_tsc_exec_begin(void)
+{
+}
+
+void clk_tsc_exec_end(void)
 {
 }
 

@@ -29,29 +29,20 @@
 
 #define RA __builtin_return_address(0)
 
-#define REAL(ret, name, ...)                                                                              \
-	static ret (*real_##name)(__VA_ARGS__);                                                          \
-	static ret (*get_real_##name(void))(__VA_ARGS__)                                                 \
-	{                                                                                                \
-		if (!real_##name)                                                                        \
-			real_##name = (ret(*)(__VA_ARGS__))dlsym(RTLD_NEXT, #name);                      \
-		return real_##name;                                                                      \
-	}
-
-REAL(int, nanosleep, const struct timespec *, struct timespec *)
-REAL(int, clock_nanosleep, clockid_t, int, const struct timespec *, struct timespec *)
-REAL(int, usleep, useconds_t)
-REAL(unsigned int, sleep, unsigned int)
-REAL(int, poll, struct pollfd *, nfds_t, int)
-REAL(int, ppoll, struct pollfd *, nfds_t, const struct timespec *, const sigset_t *)
-REAL(int, select, int, fd_set *, fd_set *, fd_set *, struct timeval *)
-REAL(int, pselect, int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *)
-REAL(int, epoll_wait, int, struct epoll_event *, int, int)
-REAL(int, epoll_pwait, int, struct epoll_event *, int, int, const sigset_t *)
-REAL(int, pthread_cond_timedwait, pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
-REAL(int, pthread_cond_clockwait, pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *)
-REAL(int, sem_timedwait, sem_t *, const struct timespec *)
-REAL(int, sem_clockwait, sem_t *, clockid_t, const struct timespec *)
+CLK_REAL(int, nanosleep, const struct timespec *, struct timespec *)
+CLK_REAL(int, clock_nanosleep, clockid_t, int, const struct timespec *, struct timespec *)
+CLK_REAL(int, usleep, useconds_t)
+CLK_REAL(unsigned int, sleep, unsigned int)
+CLK_REAL(int, poll, struct pollfd *, nfds_t, int)
+CLK_REAL(int, ppoll, struct pollfd *, nfds_t, const struct timespec *, const sigset_t *)
+CLK_REAL(int, select, int, fd_set *, fd_set *, fd_set *, struct timeval *)
+CLK_REAL(int, pselect, int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *)
+CLK_REAL(int, epoll_wait, int, struct epoll_event *, int, int)
+CLK_REAL(int, epoll_pwait, int, struct epoll_event *, int, int, const sigset_t *)
+CLK_REAL(int, pthread_cond_timedwait, pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
+CLK_REAL(int, pthread_cond_clockwait, pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *)
+CLK_REAL(int, sem_timedwait, sem_t *, const struct timespec *)
+CLK_REAL(int, sem_clockwait, sem_t *, clockid_t, const struct timespec *)
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {

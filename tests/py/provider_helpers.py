@@ -1,5 +1,6 @@
 """Helpers for the provider's tests: run real programs over the simulated fabric with `cxisim exec`, and
 start/stop a daemon of our own when a test needs to watch or kill it."""
+import contextlib
 import json
 import os
 import socket
@@ -17,6 +18,20 @@ DAEMON = os.path.join(BUILD_DIR, "bin", "cxisimd")
 PROGS = os.path.join(BUILD_DIR, "tests", "provider")
 CLOCK_LIB = os.path.join(BUILD_DIR, "provider", "libcxisim-clock.so")
 SANITIZED = BUILD.rstrip("/").endswith("-san")
+
+
+@contextlib.contextmanager
+def cpu_hogs(n=2):
+    """n processes spinning at the caller's priority while the block runs (n = 2: both cores of this
+    machine busy).  Shared by the tests and `make bench`."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        time.sleep(0.2)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def prog(name):

@@ -4,6 +4,7 @@ every clock, the sleeps, the timed waits, the syscall(2) paths, the registrant's
 and the cycle counter are checked exactly, without the daemon."""
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -70,6 +71,37 @@ def test_rdtsc_trap():
     if r.returncode == 77:
         pytest.skip(r.stdout.strip())
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# Every way a program starts another: the exec family, posix_spawn, system, popen (Python's os/subprocess
+# reach them), a shell's fork + execve, and syscall(SYS_execve) (through ctypes).
+START_PROGRAMS = r"""
+import ctypes, os, subprocess, sys
+assert subprocess.run(["/bin/true"]).returncode == 0
+assert os.system("/bin/true") == 0
+assert os.waitpid(os.posix_spawn("/bin/true", ["/bin/true"], os.environ), 0)[1] == 0
+assert os.popen("/bin/echo popen").read() == "popen\n"
+assert subprocess.run(["/bin/sh", "-c", "env > /dev/null && /bin/sh -c 'exec /bin/true'"]).returncode == 0
+pid = os.fork()
+if pid == 0:
+    libc = ctypes.CDLL(None, use_errno=True)
+    argv = (ctypes.c_char_p * 2)(b"/bin/true", None)
+    libc.syscall(59, b"/bin/true", argv, None)  # SYS_execve on x86-64
+    os._exit(3)
+assert os.waitpid(pid, 0)[1] == 0
+print("started all")
+"""
+
+
+def test_programs_started_while_the_counter_is_trapped():
+    """The counter trap survives execve and the new program's loader reads the counter before any handler
+    is installed: every way of starting a program lets the counter run for the call, so the children live
+    (on a machine without the trap this holds trivially)."""
+    env = dict(os.environ, LD_PRELOAD=(PRELOAD + ":" if PRELOAD else "") + CLOCK_LIB, CXISIM_SOCKET="/nonexistent")
+    if SANITIZED:
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    r = subprocess.run([sys.executable, "-c", START_PROGRAMS], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0 and "started all" in r.stdout, r.stdout + r.stderr
 
 
 def test_no_interposer_no_registration():

@@ -6,35 +6,18 @@ depend on how busy the host is.
   nanosleep is 10 ms of virtual time, and far less wall time.
 - fi_pingpong -p cxi -e rdm (cpu_scale 0): the model's 8-byte latency, the same with two CPU hogs on the
   two cores.
-- NetPIPE (NPopenmpi) over Open MPI (cm PML, OFI MTL, cxi), cpu_scale 0: the same small-message figures in
-  two runs and under CPU hogs."""
-import contextlib
+- NetPIPE (NPopenmpi) over Open MPI (cm PML, OFI MTL, cxi), cpu_scale 0: the model's 8-byte latency, the
+  same small-message figures in two runs and under CPU hogs."""
 import re
 import statistics
-import subprocess
-import sys
-import time
 
 import pytest
 
-from provider_helpers import BUILD_DIR, cxisim_exec
+from provider_helpers import BUILD_DIR, cpu_hogs, cxisim_exec
 
 CLOCK_WORK = f"{BUILD_DIR}/tests/clock/clock_work"
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
           "--mca", "mtl_ofi_provider_include", "cxi", "--mca", "btl", "self"]
-
-
-@contextlib.contextmanager
-def cpu_hogs(n=2):
-    """n processes spinning at the tests' priority: both cores busy while the block runs."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    try:
-        time.sleep(0.2)
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 def work_rows(mode, cpu_scale):
@@ -119,16 +102,17 @@ def netpipe(tmp_path, name, sets=None, upper=128, repeats=50):
 
 
 def test_netpipe_cpu_scale_0_is_deterministic_and_ignores_host_load(tmp_path):
-    """NetPIPE over Open MPI (cm, OFI MTL, cxi) with cpu_scale 0: two runs print the same small-message
-    figures within 5%, and so does a run with two CPU hogs on the two cores; the 8-byte latency is the one
-    the lockstep gives every round trip (1.45 us: two 8-byte messages plus Open MPI's order of operations,
-    docs/provider.md).  The issue asks for identical figures and 2%: most sizes are identical, single sizes
+    """NetPIPE over Open MPI (cm, OFI MTL, cxi) with cpu_scale 0: the 8-byte latency it prints is the
+    model's one-way time (PREDICTED_8B_US) within 5%; two runs print the same small-message figures within
+    5%, and so does a run with two CPU hogs on the two cores.  (Open MPI drains its CQ after each completion:
+    the read that finds it empty returns at once, docs/provider.md "Time", so it sends its reply at the
+    arrival's time.)  The issue asks for identical figures and 2%: most sizes are identical, single sizes
     differ by up to 40 ns (3%) between runs, which is what this test allows."""
     a = netpipe(tmp_path, "a", sets={"cpu_scale": 0})
+    assert abs(a[8][1] * 1e6 - PREDICTED_8B_US) <= 0.05 * PREDICTED_8B_US, (a[8], PREDICTED_8B_US)
     b = netpipe(tmp_path, "b", sets={"cpu_scale": 0})
     with cpu_hogs(2):
         loaded = netpipe(tmp_path, "loaded", sets={"cpu_scale": 0})
     for size in a:
         for other in (b, loaded):
             assert abs(other[size][1] - a[size][1]) <= 0.05 * a[size][1], (size, a[size], other[size])
-    assert abs(a[8][1] - 1.45e-6) <= 0.05 * 1.45e-6, a[8]

@@ -394,8 +394,8 @@ static void check_tsc(void)
 	nanosleep(&d, NULL);
 	uint64_t t1 = rdtsc(), w = raw_ns(CLOCK_MONOTONIC) - w0;
 	/* Trapped: the counter advanced by 1 s of virtual time at the TSC rate while far less wall time passed. */
-	double khz = (double)(t1 - t0) / 1e6;
-	if (w < 200 * MS && khz < 100.0) {
+	double khz = (double)(t1 - t0) / 1e3; /* counts per virtual second / 1000 */
+	if (w < 200 * MS && khz < 100000.0) {
 		printf("tsc: not trapped on this machine (the counter advanced %.0f kHz x 1 s in %llu ns)\n", khz,
 		       (unsigned long long)w);
 		exit(77);
@@ -432,9 +432,10 @@ int main(int argc, char **argv)
 	if (e) {
 		unsigned long long a, b, c;
 		if (sscanf(e, "%llu,%llu,%llu", &a, &b, &c) == 3) {
-			epoch[0] = a;
-			epoch[1] = b;
-			epoch[2] = c;
+			/* The interposer rounds the offsets up to whole seconds (REALTIME) and milliseconds. */
+			epoch[0] = (a + S - 1) / S * S;
+			epoch[1] = (b + MS - 1) / MS * MS;
+			epoch[2] = (c + MS - 1) / MS * MS;
 		}
 	}
 	for (size_t i = 0; argc > 1 && i < sizeof(checks) / sizeof(checks[0]); i++)
