@@ -133,7 +133,7 @@ static ssize_t amo_submit(struct cxip_ep *ep, const struct amo_req *r)
 	uint64_t need = FI_ATOMIC | (r->kind == AMO_PLAIN ? FI_WRITE : FI_READ);
 	if ((ep->caps & need) != need)
 		return -FI_EINVAL;
-	if (r->flags & ~((CXIP_TX_OP_FLAGS & ~FI_REMOTE_CQ_DATA) | CXIP_NO_COMPLETION))
+	if (r->flags & ~((CXIP_TX_CALL_FLAGS & ~FI_REMOTE_CQ_DATA) | CXIP_NO_COMPLETION))
 		return -FI_EBADFLAGS;
 	struct amo_code c;
 	int ret = amo_opcode(r->kind, r->dt, r->op, &c);

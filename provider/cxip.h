@@ -71,7 +71,8 @@
 	(FI_RMA | FI_ATOMIC | FI_TAGGED | FI_RECV | FI_SEND | FI_READ | FI_WRITE | FI_REMOTE_READ |           \
 	 FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_MSG)
 #define CXIP_EP_SEC_CAPS                                                                                   \
-	(FI_SOURCE | FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_MULTI_RECV | FI_FENCE)
+	(FI_SOURCE | FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_MULTI_RECV | FI_FENCE |  \
+	 FI_TRIGGER)
 #define CXIP_EP_CAPS (CXIP_EP_PRI_CAPS | CXIP_EP_SEC_CAPS)
 #define CXIP_DOM_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM | FI_AV_USER_ID)
 #define CXIP_CAPS (CXIP_DOM_CAPS | CXIP_EP_CAPS)
@@ -79,6 +80,8 @@
 	(FI_INJECT | FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |      \
 	 FI_REMOTE_CQ_DATA | FI_MORE | FI_FENCE)
 #define CXIP_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV | FI_MORE)
+/* What one transmit call may pass: the op flags, and FI_TRIGGER (trigger.c; not an attribute op flag). */
+#define CXIP_TX_CALL_FLAGS (CXIP_TX_OP_FLAGS | FI_TRIGGER)
 #define CXIP_MSG_ORDER                                                                                     \
 	(FI_ORDER_SAS | FI_ORDER_WAW | FI_ORDER_RMA_WAW | FI_ORDER_RMA_RAR | FI_ORDER_ATOMIC_WAW |           \
 	 FI_ORDER_ATOMIC_RAR)
@@ -427,6 +430,7 @@ struct cxip_ep {
 	size_t req_buf_size;
 	struct cxip_ep *dom_next;
 	struct cxip_mr *mrs;     /* bound MRs (for close ordering) */
+	struct cxip_ep *alias_of; /* fi_ep_alias: the endpoint whose queue and state this one uses */
 };
 
 /* libfabric's generic fi_getinfo rules (info_attr.c): whether an offer admits the hints, the narrowing
@@ -484,6 +488,19 @@ bool cxip_ep_want_completion(const struct cxip_ep *ep, uint64_t flags, bool tx);
 uint32_t cxip_tx_cmd_flags(uint64_t flags);
 /* the one buffer of an iovec list (none: NULL, 0); more than one is -FI_EINVAL. */
 int cxip_one_iov(const struct iovec *iov, size_t count, void **buf, size_t *len);
+
+/* Triggered operations and deferred work (trigger.c): a command built by a data path while a trigger
+ * applies (FI_TRIGGER, or deferred work being queued) goes to the daemon's trigger list instead of the
+ * queue; the domain's fi_control(FI_QUEUE_WORK / FI_FLUSH_WORK / FI_CANCEL_WORK). */
+bool cxip_trig_active(void);
+ssize_t cxip_trig_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline_data, size_t inline_len);
+int cxip_dom_trig_control(struct cxip_domain *dom, int command, void *arg);
+/* A triggered operation's buffer is read when it fires: no inline payload unless FI_INJECT. */
+static inline bool cxip_tx_data_deferred(uint64_t flags)
+{
+	return !(flags & FI_INJECT) && ((flags & FI_TRIGGER) || cxip_trig_active());
+}
+#define CXIP_DWQ_DEPTH (2048 - 8) /* C_NUM_TLES less upstream's TLE_RESERVED (cxip_dom.c) */
 
 /* Generic fid helpers */
 int cxip_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -109,6 +109,8 @@ static int dom_set_get(struct cxip_domain *dom, int name, void *arg)
 static int dom_control(struct fid *fid, int command, void *arg)
 {
 	struct cxip_domain *dom = (struct cxip_domain *)fid;
+	if (command == FI_QUEUE_WORK || command == FI_FLUSH_WORK || command == FI_CANCEL_WORK)
+		return cxip_dom_trig_control(dom, command, arg);
 	if (command == FI_SET_VAL || command == FI_GET_VAL) {
 		struct fi_fid_var *v = arg;
 		if (!v)
@@ -165,7 +167,7 @@ static int dom_dwq_depth(struct fid *fid, size_t *depth)
 	(void)fid;
 	if (!depth)
 		return -FI_EINVAL;
-	*depth = 0; /* triggered operations are not modelled */
+	*depth = CXIP_DWQ_DEPTH; /* upstream: the service's TLEs less TLE_RESERVED */
 	return 0;
 }
 

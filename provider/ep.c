@@ -12,6 +12,10 @@
 
 ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline_data, size_t inline_len)
 {
+	if (ep->alias_of)
+		ep = ep->alias_of;
+	if ((cmd->flags & CXS_F_TRIGGER) || cxip_trig_active())
+		return cxip_trig_emit(ep, cmd, inline_data, inline_len);
 	struct cxip_dev *dev = ep->dom->dev;
 	if (cxip_dev_dead(dev))
 		return -FI_EIO;
@@ -93,6 +97,8 @@ uint32_t cxip_tx_cmd_flags(uint64_t flags)
 		f |= CXS_F_DELIVERY;
 	if (flags & FI_FENCE)
 		f |= CXS_F_FENCE;
+	if (flags & FI_TRIGGER)
+		f |= CXS_F_TRIGGER;
 	return f;
 }
 
@@ -362,6 +368,78 @@ static int ep_set_val(struct cxip_ep *ep, int name, void *val)
 	}
 }
 
+/* fi_ep_alias: another fid for the same endpoint with its own default op flags (FI_TRANSMIT or FI_RECV
+ * and the flags, as FI_SETOPSFLAG takes them; e.g. FI_TRANSMIT | FI_TRIGGER).  The alias shares the
+ * endpoint's queue; it is made of an enabled endpoint (a copy of its state) and closed before it. */
+static int alias_close(struct fid *fid)
+{
+	struct cxip_ep *a = (struct cxip_ep *)fid;
+	atomic_fetch_sub(&a->alias_of->ref, 1);
+	free(a);
+	return 0;
+}
+
+static int alias_control(struct fid *fid, int command, void *arg)
+{
+	struct cxip_ep *a = (struct cxip_ep *)fid;
+	uint64_t *f = arg;
+	if ((command != FI_GETOPSFLAG && command != FI_SETOPSFLAG) || !f || ((*f & FI_TRANSMIT) && (*f & FI_RECV)) ||
+	    !(*f & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EINVAL;
+	if (command == FI_GETOPSFLAG)
+		*f = (*f & FI_TRANSMIT) ? a->tx_op_flags : a->rx_op_flags;
+	else if (*f & FI_TRANSMIT)
+		a->tx_op_flags = *f & ~FI_TRANSMIT;
+	else
+		a->rx_op_flags = *f & ~FI_RECV;
+	return 0;
+}
+
+static int alias_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	(void)fid, (void)bfid, (void)flags;
+	return -FI_EINVAL;
+}
+
+static struct fi_ops alias_fid_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = alias_close,
+	.bind = alias_bind,
+	.control = alias_control,
+	.ops_open = cxip_no_ops_open,
+};
+
+static int ep_alias(struct cxip_ep *ep, struct fi_alias *al)
+{
+	if (!al || !al->fid)
+		return -FI_EINVAL;
+	if (ep->alias_of)
+		ep = ep->alias_of;
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	uint64_t f = al->flags;
+	if (((f & FI_TRANSMIT) && (f & FI_RECV)) || !(f & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EINVAL;
+	if ((f & FI_TRANSMIT) && (f & ~(FI_TRANSMIT | CXIP_TX_CALL_FLAGS)))
+		return -FI_EINVAL;
+	if ((f & FI_RECV) && (f & ~(FI_RECV | CXIP_RX_OP_FLAGS)))
+		return -FI_EINVAL;
+	struct cxip_ep *a = malloc(sizeof(*a));
+	if (!a)
+		return -FI_ENOMEM;
+	memcpy(a, ep, sizeof(*a));
+	a->alias_of = ep;
+	atomic_store(&a->ref, 0);
+	a->ep_fid.fid.ops = &alias_fid_ops;
+	if (f & FI_TRANSMIT)
+		a->tx_op_flags = f & ~FI_TRANSMIT;
+	else
+		a->rx_op_flags = f & ~FI_RECV;
+	atomic_fetch_add(&ep->ref, 1);
+	*al->fid = &a->ep_fid.fid;
+	return 0;
+}
+
 static int ep_control(struct fid *fid, int command, void *arg)
 {
 	struct cxip_ep *ep = (struct cxip_ep *)fid;
@@ -407,7 +485,7 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	case FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME:
 		return ep_set_val(ep, command, arg);
 	case FI_ALIAS:
-		return -FI_ENOSYS;
+		return ep_alias(ep, arg);
 	default:
 		return -FI_EINVAL;
 	}
@@ -603,6 +681,8 @@ static void put_cntr(struct cxip_cntr *c)
 static int ep_close(struct fid *fid)
 {
 	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (atomic_load(&ep->ref))
+		return -FI_EBUSY; /* aliases must be closed first */
 	if (ep->mrs)
 		return -FI_EBUSY; /* bound MRs must be closed first */
 	if (ep->enabled) {

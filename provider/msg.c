@@ -38,7 +38,8 @@ static ssize_t do_send(struct cxip_ep *ep, const void *buf, size_t len, fi_addr_
 	/* fi_inject() calls never complete in the CQ (only errors do); other sends follow the binding. */
 	if (cxip_ep_want_completion(ep, flags, true))
 		cmd.flags |= CXS_F_COMPLETION;
-	bool idc = (flags & FI_INJECT) || (len <= CXIP_INJECT_SIZE && !cxip_env.disable_non_inject_msg_idc);
+	bool idc = (flags & FI_INJECT) ||
+		   (len <= CXIP_INJECT_SIZE && !cxip_env.disable_non_inject_msg_idc && !cxip_tx_data_deferred(flags));
 	if (idc) {
 		cmd.flags |= CXS_F_INJECT;
 		return cxip_ep_emit(ep, &cmd, buf, len);
@@ -165,7 +166,7 @@ static ssize_t msg_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_
 	if (!msg)
 		return -FI_EINVAL;
 	return post_msg(fid, true, msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data, msg->context, flags,
-			CXIP_TX_OP_FLAGS, false);
+			CXIP_TX_CALL_FLAGS, false);
 }
 
 static ssize_t msg_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
@@ -246,7 +247,7 @@ static ssize_t tag_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, 
 	if (!msg)
 		return -FI_EINVAL;
 	return post_msg(fid, true, msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->data, msg->context, flags,
-			CXIP_TX_OP_FLAGS, true);
+			CXIP_TX_CALL_FLAGS, true);
 }
 
 static ssize_t tag_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)

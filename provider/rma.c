@@ -41,7 +41,7 @@ static ssize_t do_rma(struct cxip_ep *ep, bool write, const void *buf, size_t le
 	memset(payload, 0, RMA_EXT_BYTES);
 	memcpy(payload, &data, sizeof(data));
 	size_t extra = RMA_EXT_BYTES;
-	if (write && ((flags & FI_INJECT) || len <= CXIP_INJECT_SIZE)) {
+	if (write && ((flags & FI_INJECT) || (len <= CXIP_INJECT_SIZE && !cxip_tx_data_deferred(flags)))) {
 		cmd.flags |= CXS_F_INJECT;
 		if (len)
 			memcpy(payload + RMA_EXT_BYTES, buf, len);
@@ -68,7 +68,7 @@ static ssize_t rma_msg(struct fid_ep *fid, bool write, const struct fi_msg_rma *
 	struct cxip_ep *ep = (struct cxip_ep *)fid;
 	if (!msg || msg->iov_count > 1 || msg->rma_iov_count != 1 || (msg->iov_count && !msg->msg_iov) || !msg->rma_iov)
 		return -FI_EINVAL;
-	if (flags & ~CXIP_TX_OP_FLAGS)
+	if (flags & ~CXIP_TX_CALL_FLAGS)
 		return -FI_EBADFLAGS;
 	const struct iovec *v = msg->iov_count ? &msg->msg_iov[0] : NULL;
 	if (v && v->iov_len != msg->rma_iov[0].len)

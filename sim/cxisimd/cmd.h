@@ -41,6 +41,7 @@ enum cxs_cmd_flags {
 	CXS_F_FENCE = 1u << 10,
 	CXS_F_MORE = 1u << 11,
 	CXS_F_TRUNC_OK = 1u << 12,
+	CXS_F_TRIGGER = 1u << 13,     /* provider-internal: a triggered operation, sent with CTL_TRIG_QUEUE */
 };
 
 struct cxs_cmd {

@@ -99,9 +99,12 @@ struct dct {
 	struct ct_shm *shm;
 	uint32_t users;
 	bool bytes;           /* FI_CXI_CNTR_EVENTS_BYTES: a success adds its length, a failure 1 */
+	struct nic_lni *tlni; /* triggered operations wait on it: its value mirrored into CT ctn of this LNI */
+	uint32_t ctn;
 };
 
 struct dop;
+struct dtrig;
 
 struct dep {
 	struct obj o;
@@ -110,6 +113,7 @@ struct dep {
 	uint32_t nic_addr;
 	uint32_t pid;
 	uint32_t flags;       /* enum ep_open_flags */
+	uint32_t svc_id;
 	struct dqueue *cmdq, *txq, *rxq;
 	struct dct *cts[EPC_COUNT];
 	struct dop *ops;      /* live operations (doubly linked) */
@@ -149,6 +153,8 @@ struct dop {
 	uint32_t cflags;      /* enum cxs_cmd_flags of the command */
 	uint16_t op;          /* enum cxs_cmd_op */
 	uint16_t payload_len;
+	bool own_ct;          /* deferred work: the completion counts in `ct`, not the endpoint's counters */
+	struct dct *ct;
 	unsigned char payload[192]; /* inject payload of an RMA write (the NIC reads it like IDC data) */
 };
 
@@ -181,6 +187,10 @@ struct client {
 	char *held_req;       /* a control request waiting for the process's queued commands */
 	size_t held_len;
 	uint64_t mem_faults;
+	/* triggered operations (trigger.c) */
+	struct dtrig *trigs;  /* held or retrying */
+	struct { struct nic *nic; struct nic_lni *lni; } tlnis[CXISIM_MAX_NICS_PER_NODE];
+	uint32_t ntlnis;
 };
 
 struct daemon {
@@ -241,6 +251,18 @@ void ct_add(struct dct *ct, bool failure, uint64_t n);
 /* Count one operation of `len` bytes in its counter's unit (operations or bytes). */
 void ct_count(struct dct *ct, bool failure, uint64_t len);
 
+
+/* Execute one command of the endpoint (raw: nslots slots as on its command queue); own_ct: count the
+ * completion in ct instead of the endpoint's counters.  0, or -EAGAIN (the NIC is full: retry later). */
+int ep_exec(struct dep *ep, const unsigned char *raw, uint16_t nslots, bool own_ct, struct dct *ct);
+
+/* trigger.c */
+int trig_queue(struct client *c, const struct ctl_trig_queue_req *req, const unsigned char *cmd, size_t len);
+void trig_flush(struct client *c);
+void trig_ep_closed(struct dep *ep);
+void trig_client_free(struct client *c);   /* before its objects are freed */
+void trig_ct_free(struct dct *ct);         /* drops what waits on the counter */
+void trig_ct_changed(struct dct *ct);      /* mirror the counter into its CT */
 
 /* host.c */
 extern const struct nic_mem_ops host_mem_ops;

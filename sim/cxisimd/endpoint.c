@@ -32,6 +32,8 @@ void ct_add(struct dct *ct, bool failure, uint64_t n)
 	}
 	if (daemon_virtual(ct->o.c->d))
 		vclock_wake(ct->o.c, ct->o.id);
+	if (ct->tlni)
+		trig_ct_changed(ct);
 }
 
 void ct_count(struct dct *ct, bool failure, uint64_t len)
@@ -111,11 +113,17 @@ static void evq_post(struct dqueue *q, const void *data, uint16_t nslots)
 
 /* ---- operations ---- */
 
+/* Set while ep_exec runs a deferred-work command: its operations count in this counter. */
+static bool exec_own_ct;
+static struct dct *exec_ct;
+
 static struct dop *ep_op_new(struct dep *ep, const struct cxs_cmd *cmd)
 {
 	struct daemon *d = ep->o.c->d;
 	struct dop *op = pool_get(&d->op_pool);
 	memset(op, 0, offsetof(struct dop, payload));
+	op->own_ct = exec_own_ct;
+	op->ct = exec_ct;
 	op->ep = ep;
 	op->context = cmd->context;
 	op->cflags = cmd->flags;
@@ -235,6 +243,8 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 	case CXS_CMD_READ: ct = ep->cts[EPC_READ]; break;
 	case CXS_CMD_ATOMIC: ct = ep->cts[(c->flags & FI_READ) ? EPC_READ : EPC_WRITE]; break;
 	}
+	if (op->own_ct)
+		ct = op->ct;
 	ct_count(ct, fail, c->len);
 	if (fail || (op->cflags & CXS_F_COMPLETION)) {
 		post_event(ep, q, op->context, c);
@@ -411,6 +421,20 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 	return 0;
 }
 
+int ep_exec(struct dep *ep, const unsigned char *raw, uint16_t nslots, bool own_ct, struct dct *ct)
+{
+	if (ep->fatal) {
+		fail_cmd(ep, (const void *)raw, FI_EIO);
+		return 0;
+	}
+	exec_own_ct = own_ct;
+	exec_ct = ct;
+	int ret = exec_cmd(ep, raw, nslots);
+	exec_own_ct = false;
+	exec_ct = NULL;
+	return ret;
+}
+
 static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
 {
 	struct dep *ep = ctx;
@@ -566,6 +590,7 @@ int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_o
 	ep->nic = nic;
 	ep->nic_addr = addr;
 	ep->flags = req->flags;
+	ep->svc_id = req->svc_id;
 	struct sw_ep_attr a;
 	sw_ep_attr_defaults(&a);
 	env_from_req(&a.env, req);
@@ -623,6 +648,7 @@ void ep_close(struct dep *ep)
 {
 	struct client *c = ep->o.c;
 	sim_timer_cancel(c->d->sim, &ep->close_timer);
+	trig_ep_closed(ep);
 	/* Closing the software endpoint frees its PtlTEs, LEs and queues on the NIC; operations still in flight
 	 * are abandoned (their completions would have nowhere to go). */
 	sw_ep_close(ep->sw);

@@ -49,6 +49,8 @@ enum ctl_op {
 	CTL_CT_SET,      /* fi_cntr_set / fi_cntr_add on a counter */
 	CTL_EP_CTRL,     /* per-endpoint settings after open (e.g. RNR timeout) */
 	CTL_DETACH,      /* clean goodbye (libfabric's cleanup); a socket that closes without it is a death */
+	CTL_TRIG_QUEUE,  /* a triggered operation or deferred work, held on the NIC's trigger list (trigger.c) */
+	CTL_TRIG_FLUSH,  /* FI_FLUSH_WORK: drop every triggered operation of the process still held */
 	CTL_OP_MAX
 };
 
@@ -192,6 +194,28 @@ struct ctl_ct_set_req {
 struct ctl_obj_close_req {
 	uint32_t id;
 	uint32_t pad;
+};
+
+/* CTL_TRIG_QUEUE.  TRIG_CMD: the command (nslots x RING_SLOT bytes after this header, exactly as it would
+ * go on the endpoint's command queue) waits in a trigger list entry of the endpoint's NIC until counter
+ * trig_ct reaches threshold, then executes on the endpoint.  TRIG_CNTR_SET / TRIG_CNTR_ADD: counter
+ * target_ct is set to / incremented by value (a triggered CT command on NIC nic_index of the node).
+ * TRIGF_COMP_CT (deferred work): the completion counts in comp_ct (0: nowhere), not in the endpoint's
+ * counters.  Errors: -ENOSPC no trigger list entry left, -EINVAL malformed or a counter of another NIC. */
+enum trig_kind { TRIG_CMD = 1, TRIG_CNTR_SET = 2, TRIG_CNTR_ADD = 3 };
+#define TRIGF_COMP_CT 1u
+
+struct ctl_trig_queue_req {
+	uint32_t kind;
+	uint32_t ep;
+	uint32_t trig_ct;
+	uint32_t comp_ct;
+	uint64_t threshold;
+	uint32_t flags;
+	uint32_t nic_index;
+	uint32_t target_ct;
+	uint32_t nslots;
+	uint64_t value;
 };
 
 /* CTL_EP_OPEN: an RDM endpoint on one NIC of the node, at fi_enable time. */

@@ -211,6 +211,7 @@ static int op_ct_open(struct client *c, const void *body, size_t blen, struct ct
 
 static void ct_free(struct dct *ct)
 {
+	trig_ct_free(ct);
 	munmap(ct->map, ct->map_len);
 	close(ct->efd);
 	free(ct);
@@ -503,6 +504,15 @@ void server_handle_request(struct client *c, const char *buf, size_t n)
 		c->detached = true;
 		ret = 0;
 		break;
+	case CTL_TRIG_QUEUE:
+		NEED(struct ctl_trig_queue_req);
+		ret = trig_queue(c, (const void *)body, (const unsigned char *)body + sizeof(struct ctl_trig_queue_req),
+				 blen - sizeof(struct ctl_trig_queue_req));
+		break;
+	case CTL_TRIG_FLUSH:
+		trig_flush(c);
+		ret = 0;
+		break;
 	case CTL_SHUTDOWN:
 		/* Only the daemon's owner may stop it: the process that started it (`cxisim exec`), as the
 		 * kernel names it, and only once attached.  A private daemon has no owner (its starter double-
@@ -562,6 +572,7 @@ void server_close_client(struct client *c, const char *why)
 		fprintf(stderr, "cxisimd: client %u (pid %d, %s) %s\n", c->id, (int)c->pid, c->progname, why);
 	/* MRs first (their close goes to the NIC), then endpoints (they release PtlTEs, LEs and queue
 	 * bindings), then the shared memory of queues and counters. */
+	trig_client_free(c);
 	struct obj *o, *next;
 	for (o = c->objs; o; o = next) {
 		next = o->next;

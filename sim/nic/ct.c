@@ -106,3 +106,14 @@ void nic_ct_set(struct nic *nic, uint32_t ctn, uint64_t success, uint32_t failur
 	c->failure = failure & CT_FAILURE_MASK;
 	ct_changed(nic, ctn, c);
 }
+
+int nic_ct_write(struct nic_lni *lni, uint32_t ctn, uint64_t success, uint32_t failure)
+{
+	if (!lni || !lni->live)
+		return -EINVAL;
+	struct nic_ct *c = ct_lookup(lni->nic, ctn);
+	if (!c || c->lni != lni)
+		return -ENOENT;
+	nic_ct_set(lni->nic, ctn, success, failure);
+	return 0;
+}

@@ -208,6 +208,9 @@ typedef void (*nic_ct_notify_fn)(void *ctx, struct nic *nic, uint32_t ctn);
 int nic_ct_alloc(struct nic_lni *lni, nic_ct_notify_fn notify, void *ctx, uint32_t *ctn);
 int nic_ct_free(struct nic_lni *lni, uint32_t ctn);
 int nic_ct_read(struct nic *nic, uint32_t ctn, uint64_t *success, uint32_t *failure);
+/* Simulator hook (no driver call on Cassini): set a CT's counts at once, releasing the triggered commands
+ * the new count reaches.  The emulation daemon keeps a CT equal to a counter it maintains itself. */
+int nic_ct_write(struct nic_lni *lni, uint32_t ctn, uint64_t success, uint32_t failure);
 
 /* ------------------------------------------------------------------------------------------------------
  * Portal table entries.  A PtlTE is allocated DISABLED, reports into one EQ, and is reachable from the
@@ -403,7 +406,8 @@ uint32_t nic_cmdq_free_slots(const struct nic_cmdq *q);
 int nic_cmdq_emit_triggered(struct nic_cmdq *q, const struct nic_cmd *cmd, uint32_t trig_ctn, uint64_t threshold);
 /* A software continuation in a TLE (the emulation daemon's triggered operations: the provider's software
  * layer issues the operation when the entry is released).  fn runs once: rc C_RC_OK when released,
- * C_RC_CANCELED when dropped (CT_CANCEL, CT or LNI freed).  Same errors as nic_cmdq_emit_triggered. */
+ * C_RC_CANCELED when dropped while held (CT_CANCEL, CT or LNI freed); an entry already being released when
+ * its LNI is freed is dropped without a call.  Same errors as nic_cmdq_emit_triggered. */
 typedef void (*nic_trig_fn)(void *ctx, struct nic *nic, uint32_t ctn, uint64_t threshold, int rc);
 int nic_trig_append(struct nic_lni *lni, uint32_t ctn, uint64_t threshold, nic_trig_fn fn, void *ctx);
 /* Driver call with CT_CANCEL's effect; returns the number of entries dropped, or -ENOENT. */

@@ -78,7 +78,8 @@ static void tle_release(struct sim *sim, void *obj, uint64_t arg)
 	struct nic *nic = t->lni->nic;
 	(void)sim;
 	(void)arg;
-	if (!t->lni->live) { /* its process went away while the entry was being released */
+	if (!t->lni->live) { /* its LNI was freed while the entry was being released: dropped, no call */
+		t->fn = NULL;
 		tle_drop(nic, t);
 		return;
 	}

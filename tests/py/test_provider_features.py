@@ -26,6 +26,10 @@ PROGRAMS = {
                     "in-band address exchange without FI_SOURCE_ERR; fi_cq_signal wakes fi_cq_sread (-FI_EAGAIN)",
     "prov_attrs": "object attributes and flags as upstream cxi: FI_AFFINITY CQ/EQ, NULL attributes, byte "
                   "counters, empty binds, AV flags",
+    "prov_trigger": "triggered operations (FI_TRIGGER, fi_triggered_context, fi_ep_alias) and deferred work "
+                    "(FI_QUEUE_WORK: RMA, tagged send, atomics, counter set/add chained, threshold-0 receive) fire "
+                    "exactly at their thresholds, in threshold order, reading the buffer when they fire; "
+                    "FI_FLUSH_WORK drops held work; FI_CANCEL_WORK -FI_EINVAL; misuse codes; 2048 TLEs then -FI_ENOSPC",
     "prov_op_variants": "iovec and message forms of send/recv/read/write (and tagged): accepted forms move the "
                         "data, each misuse its -FI_E* code; CQ/counter/EQ wait objects and FI_GETWAIT",
 }

@@ -79,7 +79,7 @@ static void check_ep_errors(void)
 	struct fi_msg_tagged tm = { .msg_iov = iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC };
 	T_CHECK(fi_trecvmsg(t.ep, &tm, FI_MULTI_RECV) == -FI_EINVAL, "tagged multi-recv: -FI_EINVAL");
 	struct fi_msg m = { .msg_iov = iov, .iov_count = 1, .addr = self };
-	T_CHECK(fi_sendmsg(t.ep, &m, 1ULL << 20) == -FI_EBADFLAGS, "unknown send flag: -FI_EBADFLAGS");
+	T_CHECK(fi_sendmsg(t.ep, &m, 1ULL << 23) == -FI_EBADFLAGS, "unknown send flag (bit 23): -FI_EBADFLAGS");
 	uint32_t tc = 12345;
 	T_CHECK(fi_set_val(&t.ep->fid, FI_OPT_CXI_SET_TCLASS, &tc) == -FI_EINVAL, "bad traffic class: -FI_EINVAL");
 	uint64_t us = 10;
