@@ -345,7 +345,7 @@ static uint64_t jget(struct json_object *j, const char *a, const char *b)
 	return (uint64_t)json_object_get_int64(x);
 }
 
-static struct json_object *run_replay(int answers, int procs, int per_proc, int in_flight)
+static struct json_object *run_replay_with(int answers, int procs, int per_proc, int in_flight, const char *extra)
 {
 	const char *p = tmp_path("engine");
 	write_sample(p);
@@ -354,8 +354,8 @@ static struct json_object *run_replay(int answers, int procs, int per_proc, int 
 		 "{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 64}, \"nic\": {}, "
 		 "\"replay\": {\"capture\": \"%s\", \"processes\": %d, \"processes_per_node\": 4, \"nics_per_node\": 2, "
 		 "\"first_nic\": 8, \"target_nic\": %d, \"requests_per_process\": %d, \"in_flight\": %d, "
-		 "\"think\": \"scenario\"}}",
-		 p, procs, SERVER_NIC, per_proc, in_flight);
+		 "\"think\": \"scenario\"%s}}",
+		 p, procs, SERVER_NIC, per_proc, in_flight, extra);
 	struct tsim t = tsim_new(json, 1);
 	static struct srv s;
 	memset(&s, 0, sizeof(s));
@@ -375,6 +375,31 @@ static struct json_object *run_replay(int answers, int procs, int per_proc, int 
 	tsim_free(&t);
 	unlink(p);
 	return j;
+}
+
+static struct json_object *run_replay(int answers, int procs, int per_proc, int in_flight)
+{
+	return run_replay_with(answers, procs, per_proc, in_flight, "");
+}
+
+/* window_from first_round: the window opens when every client's first request has completed, so none of
+ * the first requests count in it; window_from ready (the default): from the target's first receive. */
+Test(replay_engine, window_opens_after_the_first_round)
+{
+	const char *win = ", \"warmup_us\": 0, \"measure_us\": 1e9";
+	struct json_object *r = run_replay_with(1, 10, 9, 1, win);
+	cr_assert_eq(jget(r, "answered_in_window", NULL), 90, "ready: the window holds every request");
+	cr_assert_eq(jget(r, "window_start_ps", NULL), jget(r, "ready_ps", NULL));
+	json_object_put(r);
+	char extra[256];
+	snprintf(extra, sizeof(extra), "%s, \"window_from\": \"first_round\"", win);
+	struct json_object *j = run_replay_with(1, 10, 9, 1, extra);
+	uint64_t first = jget(j, "first_round_ps", NULL), in = jget(j, "answered_in_window", NULL);
+	cr_assert_eq(jget(j, "answered", NULL), 90);
+	cr_assert_gt(first, jget(j, "ready_ps", NULL));
+	cr_assert_eq(jget(j, "window_start_ps", NULL), first, "warmup 0: the window opens at the first round's end");
+	cr_assert(in > 0 && in <= 90 - 10, "no client's first request in the window: %llu", (unsigned long long)in);
+	json_object_put(j);
 }
 
 Test(replay_engine, every_request_answered_exactly_once_with_bulk_both_ways)
