@@ -24,7 +24,12 @@ def test_reduced_aurora_full_every_request_answered_once(run_scenario, strategy)
     assert m["engine"]["stop_reason"] == "quiescent"
 
     with open(os.path.join(rundir, "run.json"), encoding="utf-8") as f:
-        mem = json.load(f)["memory"]
+        info = json.load(f)
+    # CPU time of the run loop, and the events per CPU-second derived from it (the bench's measure).
+    assert 0 < info["cpu_time_s"] and info["events_per_cpu_s"] > 0
+    assert abs(info["events_per_cpu_s"] * info["cpu_time_s"] - m["engine"]["events_processed"]) <= \
+        0.01 * m["engine"]["events_processed"]
+    mem = info["memory"]
     kinds, units = mem["kinds"], mem["per_object"]
     for k in ("engine.event_queue", "fabric.switch", "nic.core", "nic.endpoint_state", "nic.records",
               "rpc_client.process", "rpc_server", "stats.registry", "sw.endpoint", "sw.records"):
