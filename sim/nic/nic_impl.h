@@ -365,11 +365,14 @@ struct nic_work {
 	uint8_t kind;
 	uint32_t q_eqn;           /* the command queue's EQ */
 	struct nic *nic;
-	struct nic_pkt *pkt;
-	struct nic_lni *lni;      /* issuing LNI (commands) */
+	union {
+		struct nic_pkt *pkt;  /* WORK_PKT: the request */
+		struct nic_lni *lni;  /* commands: the issuing LNI */
+	};
 	uint8_t *idc;             /* IDC payload copied at emit */
 	struct nic_cmd cmd;
 };
+_Static_assert(sizeof(struct nic_work) <= 128, "a work item is two cache lines");
 
 /* ---------------------------------------------------------------- internal API between files */
 struct nic_counters;
