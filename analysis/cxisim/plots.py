@@ -190,7 +190,12 @@ def plot_xy(runs, kind, base, title=None, published=True):
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    if len(groups) > 4:
+        # Many series (a real server's matrix next to the modelled curves): the legend beside the axes,
+        # where it hides no point.
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    else:
+        ax.legend(fontsize=8)
     names = " vs ".join(dict.fromkeys(r.name for r in runs))
     ax.set_title(title or f"{names}: {ylabel}")
     return _save(fig, base)

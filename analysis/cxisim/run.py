@@ -5,9 +5,11 @@ engine succeeded, so a failed or interrupted run (Ctrl-C, SIGTERM) never leaves 
 directory behind.  The run directory is OUT/NAME/RUN, where NAME (the scenario's `name`) and RUN (--run)
 are single path components (inputs.check_name), so a run never writes outside its output root.
 """
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -30,21 +32,47 @@ def stop_engines():
             p.kill()
 
 
-def _run_engine(cmd):
-    with _engines_lock:
-        if _stopping:
-            raise RuntimeError("stopped")
-        proc = subprocess.Popen(cmd)
-        _engines.add(proc)
+@contextlib.contextmanager
+def _interrupts_held():
+    """SIGINT and SIGTERM that arrive while the block runs take effect right after it.  An interrupt that
+    landed inside subprocess.Popen -- after the fork, before Popen returns -- would raise there and orphan
+    the engine it had just started (nothing holds its Popen yet), so the engine outlived the front end.
+    Python runs signal handlers in the main thread only, so other threads need no holding."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got = []
+    old_int = signal.signal(signal.SIGINT, lambda s, f: got.append(s))
     try:
+        old_term = signal.signal(signal.SIGTERM, lambda s, f: got.append(s))
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, old_term)
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+    for s in got:
+        signal.raise_signal(s)  # the restored handler raises here, in the caller's try
+
+
+def _run_engine(cmd):
+    proc = None
+    try:
+        with _interrupts_held(), _engines_lock:
+            if _stopping:
+                raise RuntimeError("stopped")
+            proc = subprocess.Popen(cmd)
+            _engines.add(proc)
         return proc.wait()
     except BaseException:
-        proc.kill()
-        proc.wait()
+        if proc is not None:
+            proc.kill()
+            proc.wait()
         raise
     finally:
-        with _engines_lock:
-            _engines.discard(proc)
+        if proc is not None:
+            with _engines_lock:
+                _engines.discard(proc)
 
 
 def default_run_name(seed, sets):

@@ -24,7 +24,11 @@
  * RMA writes against the captured image at close (`check_writes`).
  *
  * Clients start when their target endpoint (target_nic, target_pid) posts its first receive (the daemon
- * reports it, replay_target_ready); the measurement window (warmup_us, measure_us) counts from then. */
+ * reports it, replay_target_ready); the measurement window (warmup_us, measure_us) counts from then, or
+ * (window_from: first_round) from the moment every client's first request has completed: a real server
+ * meets each new client through FI_SOURCE_ERR and an AV insertion, so its first round is slower than the
+ * rounds after it and takes longer the more clients there are; a window counted from the server's first
+ * receive would measure that start, not the steady state. */
 #include "replay.h"
 
 #include <stdlib.h>
@@ -87,6 +91,7 @@ struct rp_proc {
 	uint64_t pos;          /* requests started */
 	uint32_t mrs_pending;
 	uint16_t vni;
+	bool first_done;       /* its first request completed (answered or failed) */
 };
 
 struct rp_stats {
@@ -105,7 +110,9 @@ struct replay_set {
 	uint64_t per_proc;
 	uint32_t req_bytes;
 	simtime_t think, warmup, measure, spread, eagain;
-	bool sizes_capture, think_capture, stop_after_window, check_writes, stopping, started;
+	bool sizes_capture, think_capture, stop_after_window, check_writes, stopping, started, first_round;
+	uint32_t first_done; /* clients whose first request completed */
+	simtime_t t_first_round;
 	uint32_t slot_bits, gen_bits;
 	uint64_t gen_mask;
 	uint32_t target_nic;
@@ -327,6 +334,8 @@ static void begin(struct sim *sim, struct replay_set *rs, struct rp_slot *s)
 	send_request(sim, rs, s);
 }
 
+static void open_window(struct sim *sim, struct replay_set *rs, simtime_t from);
+
 /* Both the send completion and the response (if one is expected) are in: think, then the next. */
 static void finish(struct sim *sim, struct replay_set *rs, struct rp_slot *s)
 {
@@ -343,6 +352,14 @@ static void finish(struct sim *sim, struct replay_set *rs, struct rp_slot *s)
 		hist_add(rs->lat, now - s->t_start);
 		if (now >= rs->win_start && now < rs->win_end)
 			rs->st.answered_in_window++;
+	}
+	if (!p->first_done) {
+		p->first_done = true;
+		if (++rs->first_done == rs->n) {
+			rs->t_first_round = now;
+			if (rs->first_round)
+				open_window(sim, rs, now);
+		}
 	}
 	s->state = RS_THINK;
 	const struct rq_stream *st = proc_stream(rs, p);
@@ -451,6 +468,13 @@ static void window_close(struct sim *sim, void *obj, uint64_t arg)
 		rs->stopping = true;
 }
 
+static void open_window(struct sim *sim, struct replay_set *rs, simtime_t from)
+{
+	rs->win_start = from + rs->warmup;
+	rs->win_end = rs->win_start + rs->measure;
+	sim_schedule_at(sim, rs->win_end, window_close, rs, 0);
+}
+
 void replay_target_ready(struct sim *sim, uint32_t nic, uint32_t pid)
 {
 	struct replay_set *rs = sim_world_get(sim, "replay");
@@ -459,9 +483,10 @@ void replay_target_ready(struct sim *sim, uint32_t nic, uint32_t pid)
 	rs->started = true;
 	rs->target = (struct sw_addr){ .nic = nic, .pid = (uint16_t)pid };
 	rs->t_ready = sim_now(sim);
-	rs->win_start = rs->t_ready + rs->warmup;
-	rs->win_end = rs->win_start + rs->measure;
-	sim_schedule_at(sim, rs->win_end, window_close, rs, 0);
+	if (rs->first_round)
+		rs->win_start = rs->win_end = UINT64_MAX; /* opened when every client's first request completed */
+	else
+		open_window(sim, rs, rs->t_ready);
 	for (uint32_t i = 0; i < rs->n; i++) {
 		struct rp_proc *p = &rs->procs[i];
 		sim_schedule(sim, rs->spread ? rng_below(&p->rng, rs->spread) : 0, proc_start, rs, i);
@@ -532,6 +557,8 @@ static void read_cfg(struct replay_set *rs, const struct cfg *sec)
 	rs->sizes_capture = cfg_enum(sec, "sizes", 0, sources) == 0;
 	rs->think_capture = cfg_enum(sec, "think", 0, sources) == 0;
 	rs->stop_after_window = cfg_bool(sec, "stop_after_window", false);
+	static const char *const window_from[] = { "ready", "first_round", NULL };
+	rs->first_round = cfg_enum(sec, "window_from", 0, window_from) == 1;
 	rs->check_writes = cfg_bool(sec, "check_writes", true);
 	int nv = cfg_array_len(sec, "vnis");
 	if (nv > (int)ARRAY_SIZE(rs->vnis))
@@ -655,10 +682,13 @@ static void replay_summary(struct sim *sim, FILE *f)
 		(unsigned long long)st->sent, (unsigned long long)st->answered, (unsigned long long)st->answered_in_window,
 		(unsigned long long)st->failed, (unsigned long long)unanswered, (unsigned long long)st->duplicates);
 	fprintf(f, "\"first_send_ps\": %llu, \"first_answer_ps\": %llu, \"last_answer_ps\": %llu, \"send_errors\": %llu, \"vni_refused\": %llu, "
-		   "\"recv_errors\": %llu, \"eagain\": %llu, \"response_bytes\": %llu, ",
+		   "\"recv_errors\": %llu, \"eagain\": %llu, \"response_bytes\": %llu, \"window_from\": \"%s\", "
+		   "\"first_round_ps\": %llu, \"window_start_ps\": %llu, ",
 		(unsigned long long)st->first_send, (unsigned long long)st->first_answer, (unsigned long long)st->last_answer, (unsigned long long)st->send_errors,
 		(unsigned long long)st->vni_refused, (unsigned long long)st->recv_errors, (unsigned long long)st->eagain,
-		(unsigned long long)st->resp_bytes);
+		(unsigned long long)st->resp_bytes, rs->first_round ? "first_round" : "ready",
+		(unsigned long long)rs->t_first_round,
+		(unsigned long long)(rs->win_start == UINT64_MAX ? 0 : rs->win_start));
 	fprintf(f, "\"remap\": {\"reply_field\": \"%s\", \"tag_bits\": %u, \"address_offsets\": [",
 		field_name(&rs->script), rs->slot_bits + rs->gen_bits);
 	const struct rq_stream *s0 = &rs->script.streams[0];

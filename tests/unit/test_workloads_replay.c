@@ -345,7 +345,7 @@ static uint64_t jget(struct json_object *j, const char *a, const char *b)
 	return (uint64_t)json_object_get_int64(x);
 }
 
-static struct json_object *run_replay(int answers, int procs, int per_proc, int in_flight)
+static struct json_object *run_replay_with(int answers, int procs, int per_proc, int in_flight, const char *extra)
 {
 	const char *p = tmp_path("engine");
 	write_sample(p);
@@ -354,8 +354,9 @@ static struct json_object *run_replay(int answers, int procs, int per_proc, int 
 		 "{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 64}, \"nic\": {}, "
 		 "\"replay\": {\"capture\": \"%s\", \"processes\": %d, \"processes_per_node\": 4, \"nics_per_node\": 2, "
 		 "\"first_nic\": 8, \"target_nic\": %d, \"requests_per_process\": %d, \"in_flight\": %d, "
-		 "\"think\": \"scenario\"}}",
-		 p, procs, SERVER_NIC, per_proc, in_flight);
+		 "%s%s}}",
+		 p, procs, SERVER_NIC, per_proc, in_flight, strstr(extra, "think") ? "\"sizes\": \"capture\"" : "\"think\": \"scenario\"",
+		 extra);
 	struct tsim t = tsim_new(json, 1);
 	static struct srv s;
 	memset(&s, 0, sizeof(s));
@@ -368,13 +369,67 @@ static struct json_object *run_replay(int answers, int procs, int per_proc, int 
 	cr_assert_eq(s.requests, 0, "nothing before the target is ready");
 	replay_target_ready(t.sim, SERVER_NIC, sw_ep_addr(s.t.ep).pid);
 	sim_run(t.sim);
-	cr_assert_eq(s.requests, (uint64_t)procs * per_proc, "every request reached the server once");
+	/* A server that never answers (answers 0) holds each client at its in-flight window. */
+	uint64_t expect = answers ? (uint64_t)procs * per_proc : (uint64_t)procs * in_flight;
+	cr_assert_eq(s.requests, expect, "every request reached the server once");
 	cr_assert_eq(s.bulk_bad, 0, "the server read the captured region's bytes");
 	struct json_object *j = summary(&t);
 	tep_close(&s.t);
 	tsim_free(&t);
 	unlink(p);
 	return j;
+}
+
+static struct json_object *run_replay(int answers, int procs, int per_proc, int in_flight)
+{
+	return run_replay_with(answers, procs, per_proc, in_flight, "");
+}
+
+/* The in-flight window: against a server that never answers, each client sends exactly in_flight requests
+ * and waits; none is counted answered. */
+Test(replay_engine, clients_keep_their_in_flight_window)
+{
+	struct json_object *j = run_replay(0, 6, 9, 3);
+	cr_assert_eq(jget(j, "sent", NULL), 18);
+	cr_assert_eq(jget(j, "answered", NULL), 0);
+	cr_assert_eq(jget(j, "unanswered_at_end", NULL), 18);
+	json_object_put(j);
+}
+
+/* think: capture -- a client waits the captured think time before each request (stream A: 50, 100, 150 ns
+ * before its requests 0, 1, 2); think: scenario with think_ns 0 -- it does not.  One client, one in flight,
+ * nine requests: the eight thinks between them (100+150+50 x 2 + 100+150 = 850 ns) lengthen its run. */
+Test(replay_engine, captured_think_times_are_replayed)
+{
+	struct json_object *a = run_replay_with(1, 1, 9, 1, "");
+	struct json_object *b = run_replay_with(1, 1, 9, 1, ", \"think\": \"capture\"");
+	uint64_t sa = jget(a, "last_answer_ps", NULL) - jget(a, "first_send_ps", NULL);
+	uint64_t sb = jget(b, "last_answer_ps", NULL) - jget(b, "first_send_ps", NULL);
+	cr_assert_eq(jget(b, "answered", NULL), 9);
+	cr_assert(sb >= sa + SIM_NS(800) && sb <= sa + SIM_NS(900), "think adds %llu ps",
+		  (unsigned long long)(sb - sa));
+	json_object_put(a);
+	json_object_put(b);
+}
+
+/* window_from first_round: the window opens when every client's first request has completed, so none of
+ * the first requests count in it; window_from ready (the default): from the target's first receive. */
+Test(replay_engine, window_opens_after_the_first_round)
+{
+	const char *win = ", \"warmup_us\": 0, \"measure_us\": 1e9";
+	struct json_object *r = run_replay_with(1, 10, 9, 1, win);
+	cr_assert_eq(jget(r, "answered_in_window", NULL), 90, "ready: the window holds every request");
+	cr_assert_eq(jget(r, "window_start_ps", NULL), jget(r, "ready_ps", NULL));
+	json_object_put(r);
+	char extra[256];
+	snprintf(extra, sizeof(extra), "%s, \"window_from\": \"first_round\"", win);
+	struct json_object *j = run_replay_with(1, 10, 9, 1, extra);
+	uint64_t first = jget(j, "first_round_ps", NULL), in = jget(j, "answered_in_window", NULL);
+	cr_assert_eq(jget(j, "answered", NULL), 90);
+	cr_assert_gt(first, jget(j, "ready_ps", NULL));
+	cr_assert_eq(jget(j, "window_start_ps", NULL), first, "warmup 0: the window opens at the first round's end");
+	cr_assert(in > 0 && in <= 90 - 10, "no client's first request in the window: %llu", (unsigned long long)in);
+	json_object_put(j);
 }
 
 Test(replay_engine, every_request_answered_exactly_once_with_bulk_both_ways)
