@@ -354,8 +354,9 @@ static struct json_object *run_replay_with(int answers, int procs, int per_proc,
 		 "{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 64}, \"nic\": {}, "
 		 "\"replay\": {\"capture\": \"%s\", \"processes\": %d, \"processes_per_node\": 4, \"nics_per_node\": 2, "
 		 "\"first_nic\": 8, \"target_nic\": %d, \"requests_per_process\": %d, \"in_flight\": %d, "
-		 "\"think\": \"scenario\"%s}}",
-		 p, procs, SERVER_NIC, per_proc, in_flight, extra);
+		 "%s%s}}",
+		 p, procs, SERVER_NIC, per_proc, in_flight, strstr(extra, "think") ? "\"sizes\": \"capture\"" : "\"think\": \"scenario\"",
+		 extra);
 	struct tsim t = tsim_new(json, 1);
 	static struct srv s;
 	memset(&s, 0, sizeof(s));
@@ -368,7 +369,9 @@ static struct json_object *run_replay_with(int answers, int procs, int per_proc,
 	cr_assert_eq(s.requests, 0, "nothing before the target is ready");
 	replay_target_ready(t.sim, SERVER_NIC, sw_ep_addr(s.t.ep).pid);
 	sim_run(t.sim);
-	cr_assert_eq(s.requests, (uint64_t)procs * per_proc, "every request reached the server once");
+	/* A server that never answers (answers 0) holds each client at its in-flight window. */
+	uint64_t expect = answers ? (uint64_t)procs * per_proc : (uint64_t)procs * in_flight;
+	cr_assert_eq(s.requests, expect, "every request reached the server once");
 	cr_assert_eq(s.bulk_bad, 0, "the server read the captured region's bytes");
 	struct json_object *j = summary(&t);
 	tep_close(&s.t);
@@ -380,6 +383,33 @@ static struct json_object *run_replay_with(int answers, int procs, int per_proc,
 static struct json_object *run_replay(int answers, int procs, int per_proc, int in_flight)
 {
 	return run_replay_with(answers, procs, per_proc, in_flight, "");
+}
+
+/* The in-flight window: against a server that never answers, each client sends exactly in_flight requests
+ * and waits; none is counted answered. */
+Test(replay_engine, clients_keep_their_in_flight_window)
+{
+	struct json_object *j = run_replay(0, 6, 9, 3);
+	cr_assert_eq(jget(j, "sent", NULL), 18);
+	cr_assert_eq(jget(j, "answered", NULL), 0);
+	cr_assert_eq(jget(j, "unanswered_at_end", NULL), 18);
+	json_object_put(j);
+}
+
+/* think: capture -- a client waits the captured think time before each request (stream A: 50, 100, 150 ns
+ * before its requests 0, 1, 2); think: scenario with think_ns 0 -- it does not.  One client, one in flight,
+ * nine requests: the eight thinks between them (100+150+50 x 2 + 100+150 = 850 ns) lengthen its run. */
+Test(replay_engine, captured_think_times_are_replayed)
+{
+	struct json_object *a = run_replay_with(1, 1, 9, 1, "");
+	struct json_object *b = run_replay_with(1, 1, 9, 1, ", \"think\": \"capture\"");
+	uint64_t sa = jget(a, "last_answer_ps", NULL) - jget(a, "first_send_ps", NULL);
+	uint64_t sb = jget(b, "last_answer_ps", NULL) - jget(b, "first_send_ps", NULL);
+	cr_assert_eq(jget(b, "answered", NULL), 9);
+	cr_assert(sb >= sa + SIM_NS(800) && sb <= sa + SIM_NS(900), "think adds %llu ps",
+		  (unsigned long long)(sb - sa));
+	json_object_put(a);
+	json_object_put(b);
 }
 
 /* window_from first_round: the window opens when every client's first request has completed, so none of
