@@ -148,7 +148,7 @@ static ssize_t amo_submit(struct cxip_ep *ep, const struct amo_req *r)
 		return -FI_EINVAL;
 	if (r->kind == AMO_SWAP && !r->compare)
 		return -FI_EINVAL;
-	bool prov_keys = (ep->dom->mr_mode & FI_MR_PROV_KEY) || !(ep->dom->mr_mode & FI_MR_ENDPOINT);
+	bool prov_keys = (ep->dom->mr_mode & FI_MR_PROV_KEY) != 0;
 	if (!prov_keys && r->key >= (1ULL << 32))
 		return -FI_EKEYREJECTED;
 	struct cxs_amo a;

@@ -27,8 +27,9 @@ struct cxip_mr_priv {
 
 static bool dom_prov_keys(const struct cxip_domain *dom)
 {
-	/* Without FI_MR_ENDPOINT negotiated the domain is in the basic mode where the provider picks keys. */
-	return (dom->mr_mode & FI_MR_PROV_KEY) || !(dom->mr_mode & FI_MR_ENDPOINT);
+	/* The application gives the keys unless it accepted FI_MR_PROV_KEY (also for domain-scoped MRs:
+	 * fabtests register with FT_MR_KEY and use it at the peer without an exchange). */
+	return (dom->mr_mode & FI_MR_PROV_KEY) != 0;
 }
 
 static uint32_t mr_flags(const struct cxip_mr *mr)

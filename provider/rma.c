@@ -21,7 +21,7 @@ static ssize_t do_rma(struct cxip_ep *ep, bool write, const void *buf, size_t le
 		return -FI_EINVAL;
 	if (len > CXIP_EP_MAX_MSG_SZ)
 		return -FI_EMSGSIZE;
-	bool prov_keys = (ep->dom->mr_mode & FI_MR_PROV_KEY) || !(ep->dom->mr_mode & FI_MR_ENDPOINT);
+	bool prov_keys = (ep->dom->mr_mode & FI_MR_PROV_KEY) != 0;
 	if (!prov_keys && key >= (1ULL << 32))
 		return -FI_EKEYREJECTED;
 	if ((flags & FI_INJECT) && (!write || len > CXIP_INJECT_SIZE))

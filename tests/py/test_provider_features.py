@@ -26,6 +26,8 @@ PROGRAMS = {
                     "in-band address exchange without FI_SOURCE_ERR; fi_cq_signal wakes fi_cq_sread (-FI_EAGAIN)",
     "prov_attrs": "object attributes and flags as upstream cxi: FI_AFFINITY CQ/EQ, NULL attributes, byte "
                   "counters, empty binds, AV flags",
+    "prov_domain_mrs": "CXISIM_DOMAIN_MRS=1 domain-scoped MRs keep the requested key without FI_MR_PROV_KEY "
+                       "(fabtests' FT_MR_KEY, no exchange), -FI_ENOKEY/-FI_EKEYREJECTED; provider keys with it",
     "prov_trigger": "triggered operations (FI_TRIGGER, fi_triggered_context, fi_ep_alias) and deferred work "
                     "(FI_QUEUE_WORK: RMA, tagged send, atomics, counter set/add chained, threshold-0 receive) fire "
                     "exactly at their thresholds, in threshold order, reading the buffer when they fire; "
