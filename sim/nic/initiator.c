@@ -300,7 +300,7 @@ void nic_tx_submit(struct nic *nic, struct nic_work *w)
 /* ---------------------------------------------------------------- hardware rendezvous Get */
 
 void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct nic_le *le, uint64_t dst_addr,
-			   uint32_t len, const struct nic_le *hdr, simtime_t delay)
+			   uint32_t len, const struct nic_ule *hdr, simtime_t delay)
 {
 	struct nic_op *op = pool_get(&nic->rec->op);
 	memset(op, 0, sizeof(*op));
@@ -317,7 +317,7 @@ void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct ni
 	op->initiator = hdr->initiator;
 	op->rlength = hdr->rlength;
 	op->header_data = hdr->header_data;
-	op->match_bits = hdr->match_bits;
+	op->match_bits = hdr->le.match_bits;
 	op->rendezvous_id = hdr->rendezvous_id;
 	struct nic_pkt *p = nic_pkt_new(nic);
 	p->type = PKT_GET;
@@ -327,7 +327,7 @@ void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct ni
 	p->index = NIC_RDZV_SRC_INDEX;
 	p->initiator = C_MATCH_ID(nic->addr, C_PID_ANY);
 	p->rlength = len;
-	p->match_bits = hdr->match_bits;
+	p->match_bits = hdr->le.match_bits;
 	/* The Put carried the initiator's buffer address (use_offset_for_get): fetch what follows the
 	 * eager part. */
 	p->remote_offset = hdr->remote_offset + hdr->mlength;
