@@ -30,8 +30,13 @@ static void send_now(struct sim *sim, void *obj, uint64_t arg)
 	struct nic_pkt *p = (struct nic_pkt *)(uintptr_t)arg;
 	(*nic->c.pkts_tx)++;
 	*nic->c.tx_bytes += p->msg.bytes;
-	if (p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO)
-		nic_pct_sct_use(nic, p);
+	if ((p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO) && nic_pct_sct_use(nic, p) &&
+	    nic->p->pct_conn) {
+		/* The connection's open and later close handshake occupy the transmit engine (pct_conn_ns). */
+		simtime_t now = sim_now(sim);
+		nic->tx_free = (nic->tx_free > now ? nic->tx_free : now) + nic->p->pct_conn;
+		*nic->c.tx_busy_ps += nic->p->pct_conn;
+	}
 	fabric_send(sim, nic->fabric, &p->msg);
 }
 
@@ -300,7 +305,7 @@ void nic_tx_submit(struct nic *nic, struct nic_work *w)
 /* ---------------------------------------------------------------- hardware rendezvous Get */
 
 void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct nic_le *le, uint64_t dst_addr,
-			   uint32_t len, const struct nic_le *hdr, simtime_t delay)
+			   uint32_t len, const struct nic_ule *hdr, simtime_t delay)
 {
 	struct nic_op *op = pool_get(&nic->rec->op);
 	memset(op, 0, sizeof(*op));
@@ -317,7 +322,7 @@ void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct ni
 	op->initiator = hdr->initiator;
 	op->rlength = hdr->rlength;
 	op->header_data = hdr->header_data;
-	op->match_bits = hdr->match_bits;
+	op->match_bits = hdr->le.match_bits;
 	op->rendezvous_id = hdr->rendezvous_id;
 	struct nic_pkt *p = nic_pkt_new(nic);
 	p->type = PKT_GET;
@@ -327,7 +332,7 @@ void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct ni
 	p->index = NIC_RDZV_SRC_INDEX;
 	p->initiator = C_MATCH_ID(nic->addr, C_PID_ANY);
 	p->rlength = len;
-	p->match_bits = hdr->match_bits;
+	p->match_bits = hdr->le.match_bits;
 	/* The Put carried the initiator's buffer address (use_offset_for_get): fetch what follows the
 	 * eager part. */
 	p->remote_offset = hdr->remote_offset + hdr->mlength;

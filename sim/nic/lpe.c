@@ -60,9 +60,9 @@ static void event_from_le(struct nic_event *ev, uint8_t type, const struct nic_l
 	ev->ptl_list = le->list;
 }
 
-static void event_hdr(struct nic_event *ev, const struct nic_le *hdr)
+static void event_hdr(struct nic_event *ev, const struct nic_ule *hdr)
 {
-	ev->match_bits = hdr->match_bits;
+	ev->match_bits = hdr->le.match_bits;
 	ev->header_data = hdr->header_data;
 	ev->initiator = hdr->initiator;
 	ev->vni = hdr->vni;
@@ -98,12 +98,12 @@ static void lpe_drop(struct nic *nic, struct nic_pte *pte, const struct nic_pkt 
 	nic_send_ack(nic, p, C_RC_PT_DISABLED, 0, 0, delay);
 }
 
-static void hdr_from_pkt(struct nic_le *h, const struct nic_pkt *p)
+static void hdr_from_pkt(struct nic_ule *h, const struct nic_pkt *p)
 {
 	memset(h, 0, sizeof(*h));
-	h->ule = true;
+	h->le.ule = true;
 	h->initiator = p->initiator;
-	h->match_bits = p->match_bits;
+	h->le.match_bits = p->match_bits;
 	h->header_data = p->header_data;
 	h->remote_offset = p->remote_offset;
 	h->rlength = p->rlength;
@@ -164,7 +164,7 @@ static void post_auto_unlink(struct nic *nic, struct nic_pte *pte, const struct 
  * the header on the UNEXPECTED list, the eager bytes then staying in the overflow buffer for software to
  * copy) or an overflow/request buffer (`landing`: only the eager part is taken, no rendezvous Get).  The
  * eager bytes are in `payload` (NULL: no real data). */
-static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_le *hdr,
+static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_ule *hdr,
 			const uint8_t *payload, uint8_t ev_type, simtime_t delay, bool landing, bool *retired)
 {
 	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : hdr->remote_offset;
@@ -203,7 +203,7 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 	ev.start = dst;
 	ev.mlength = ev_type == C_EVENT_PUT_OVERFLOW ? hdr->mlength : mlength;
 	if (ev_type == C_EVENT_PUT_OVERFLOW)
-		ev.start = hdr->start; /* where the unexpected data sits (overflow buffer) */
+		ev.start = hdr->le.start; /* where the unexpected data sits (overflow buffer) */
 	if (*retired)
 		ev.flags |= NIC_EVF_AUTO_UNLINKED;
 	bool rdzv_get = !landing && hdr->rendezvous && mlength > have;
@@ -240,7 +240,7 @@ static bool le_out_of_bounds(const struct nic_le *le, uint64_t offset, uint64_t 
 	return !(le->flags & C_LE_MANAGE_LOCAL) && (offset > le->length || len > le->length - offset);
 }
 
-static void le_bounds_fail(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_le *hdr,
+static void le_bounds_fail(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_ule *hdr,
 			   uint8_t ev_type, simtime_t delay)
 {
 	(*nic->c.le_bounds_errors)++;
@@ -297,7 +297,7 @@ static void le_remove(struct nic *nic, struct nic_pte *pte, struct nic_le *le)
 }
 
 /* Land the message in the first request buffer (software-managed PtlTE). */
-static void put_to_request(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p, const struct nic_le *hdr,
+static void put_to_request(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p, const struct nic_ule *hdr,
 			   simtime_t cost)
 {
 	uint64_t walked = 0;
@@ -326,7 +326,7 @@ static void put_to_request(struct nic *nic, struct nic_pte *pte, struct nic_pkt 
 		le_remove(nic, pte, le);
 }
 
-static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p, struct nic_le *hdr,
+static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p, struct nic_ule *hdr,
 			       simtime_t cost);
 
 static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p)
@@ -353,7 +353,7 @@ static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		}
 		return cost;
 	}
-	struct nic_le hdr;
+	struct nic_ule hdr;
 	hdr_from_pkt(&hdr, p);
 	uint64_t walked = 0;
 	struct nic_le *le;
@@ -396,7 +396,7 @@ static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 }
 
 /* No receive matched an enabled PtlTE: land the message in an overflow buffer and remember its header. */
-static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p, struct nic_le *hdr,
+static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p, struct nic_ule *hdr,
 			       simtime_t cost)
 {
 	uint64_t walked = 0;
@@ -433,8 +433,9 @@ static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_
 	(*nic->c.net_match_overflow[pte->pe])++;
 	(*nic->c.net_match_success[pte->pe])++;
 	/* The overflow buffer takes the eager bytes; the header goes on the UNEXPECTED list. */
-	struct nic_le *ule = pool_get(&nic->rec->le);
-	*ule = *hdr;
+	struct nic_ule *u = pool_get(&nic->rec->ule);
+	*u = *hdr;
+	struct nic_le *ule = &u->le;
 	ule->pte = pte;
 	ule->list = C_PTL_LIST_UNEXPECTED;
 	ule->flags = 0;
@@ -490,7 +491,7 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		return cost;
 	}
 	if (le_out_of_bounds(le, p->remote_offset, p->rlength)) {
-		struct nic_le hdr;
+		struct nic_ule hdr;
 		hdr_from_pkt(&hdr, p);
 		le_bounds_fail(nic, pte, le, &hdr, C_EVENT_GET, cost);
 		r->rc = C_RC_ADDR_OUT_OF_RANGE;
@@ -522,7 +523,7 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	simtime_t read_done;
 	simtime_t dma = nic_dma_read(nic, mlength, cost, &read_done);
 	le_busy(nic, le, read_done);
-	struct nic_le hdr;
+	struct nic_ule hdr;
 	hdr_from_pkt(&hdr, p);
 	hdr.rlength = p->rlength;
 	if (pte->opts.en_event_match) {
@@ -586,7 +587,7 @@ static simtime_t lpe_amo(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		rc = C_RC_ENTRY_NOT_FOUND;
 	uint64_t offset = le && (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : p->remote_offset;
 	if (rc == C_RC_OK && le_out_of_bounds(le, offset, len)) {
-		struct nic_le hdr;
+		struct nic_ule hdr;
 		hdr_from_pkt(&hdr, p);
 		hdr.rlength = len;
 		le_bounds_fail(nic, pte, le, &hdr, ev_type, cost);
@@ -620,7 +621,7 @@ static simtime_t lpe_amo(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		}
 		access_note(pte, le, addr, len, true);
 		bool retired = le_retire(le);
-		struct nic_le hdr;
+		struct nic_ule hdr;
 		hdr_from_pkt(&hdr, p);
 		hdr.rlength = len;
 		if (pte->opts.en_event_match) {
@@ -696,10 +697,11 @@ static bool append_match_unexpected(struct nic *nic, struct nic_pte *pte, struct
 		*cost += nic->p->match_per_le;
 		(*nic->c.les_searched)++;
 		struct nic_le *next = u->next;
-		if (nic_le_matches(le, u->match_bits, u->initiator) &&
-		    (!(le->flags & C_LE_NO_TRUNCATE) || nic_le_space(le) >= u->rlength)) {
+		const struct nic_ule *h = nic_ule_of(u);
+		if (nic_le_matches(le, u->match_bits, h->initiator) &&
+		    (!(le->flags & C_LE_NO_TRUNCATE) || nic_le_space(le) >= h->rlength)) {
 			bool retired;
-			deliver_put(nic, pte, le, u, NULL, C_EVENT_PUT_OVERFLOW, *cost, false, &retired);
+			deliver_put(nic, pte, le, h, NULL, C_EVENT_PUT_OVERFLOW, *cost, false, &retired);
 			nic_le_list_remove(ux, u);
 			nic_le_free(nic, u);
 			if (retired)
@@ -816,7 +818,7 @@ static simtime_t tgt_search(struct nic *nic, struct nic_pte *pte, const struct n
 	for (struct nic_le *le = l->head; le;) {
 		struct nic_le *next = le->next;
 		cost += nic->p->match_per_le;
-		uint32_t init = le->ule ? le->initiator : C_MATCH_ID_ANY;
+		uint32_t init = le->ule ? nic_ule_of(le)->initiator : C_MATCH_ID_ANY;
 		bool m = le->ule ? nic_le_matches(&tmpl, le->match_bits, init)
 				 : !((le->match_bits ^ c->match_bits) & ~c->ignore_bits);
 		if (m) {
@@ -824,9 +826,9 @@ static simtime_t tgt_search(struct nic *nic, struct nic_pte *pte, const struct n
 			struct nic_event ev;
 			event_from_le(&ev, del ? C_EVENT_PUT_OVERFLOW : C_EVENT_SEARCH, le);
 			if (le->ule) {
-				event_hdr(&ev, le);
+				event_hdr(&ev, nic_ule_of(le));
 				ev.start = le->start;
-				ev.mlength = le->mlength;
+				ev.mlength = nic_ule_of(le)->mlength;
 			}
 			/* The search command's own identity, as the hardware reports it. */
 			ev.buffer_id = c->buffer_id;
@@ -962,6 +964,8 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 	if (w->kind == WORK_PKT) {
 		nic->trs_used--; /* answered as this work completes (ACK, NACK or reply) */
 		cost = lpe_pkt(nic, w->pkt);
+		if (w->pct_open)
+			cost += nic->p->pct_conn; /* the target connection's open and close handshake */
 	} else
 		cost = lpe_tgt_cmd(nic, w);
 	if (nic->active)
@@ -990,7 +994,8 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	}
 	/* A request arrives on a PCT connection (pct.c): with every TCT held by other connections the PCT refuses
 	 * it (C_RC_NO_TARGET_CONN) and the initiator's retry handler sends it again. */
-	if (!nic_pct_tct_use(nic, p)) {
+	int conn = nic_pct_tct_use(nic, p);
+	if (conn < 0) {
 		nic_send_nack(nic, p);
 		return;
 	}
@@ -1009,6 +1014,7 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	struct nic_work *w = pool_get(&nic->rec->work);
 	memset(w, 0, sizeof(*w));
 	w->kind = WORK_PKT;
+	w->pct_open = conn == 1;
 	w->nic = nic;
 	w->pkt = p;
 	nic_pe_submit(nic, pte ? pte->pe : 0, w);

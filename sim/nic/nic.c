@@ -54,6 +54,11 @@ static const struct param nic_params_table[] = {
 	{ "pct_idle_us", "us", 32.768, 0.001, 1e9,
 	  "HPE shs-cxi-driver C1_DEFAULT_SCT_IDLE_EPOCH 15: 2^15 cycles of Cassini 1's 1 GHz clock (shs-libcxi "
 	  "retry_handler get_epoch_timeout); an idle connection is closed" },
+	{ "pct_conn_ns", "ns", 0, 0, 1e6,
+	  "assumed, 0 by default (no published figure): a PCT connection's life at one end -- its open, and the close "
+	  "request and response once idle, not simulated as packets -- as time of the engine that meets the opening "
+	  "packet: the transmit engine for a source connection (SCT), the PE for a target connection (TCT).  A "
+	  "sensitivity knob for connection churn (docs/workloads.md, Fig 4 by mechanism)" },
 	{ "amo_unit_ns", "ns", 20, 0, 1e6,
 	  "assumed: the target AMO unit's occupancy per atomic (ALU and ordering check); AMOs of one NIC execute one "
 	  "at a time in arrival order, each also waiting for its host read (a PCIe round trip) before the unit "
@@ -91,6 +96,7 @@ enum {
 	P_PCT_TCT,
 	P_PCT_PID_MASK,
 	P_PCT_IDLE,
+	P_PCT_CONN,
 	P_AMO_UNIT,
 	P_TRIG_RELEASE,
 	P_TLES,
@@ -511,6 +517,7 @@ static void world_free(void *p)
 		nic_free_one(w->nics[i]);
 	free(w->nics);
 	pool_free_all(&w->rec.le);
+	pool_free_all(&w->rec.ule);
 	pool_free_all(&w->rec.pkt);
 	pool_free_all(&w->rec.op);
 	pool_free_all(&w->rec.work);
@@ -549,6 +556,7 @@ static void read_params(struct nic_world *w, const struct cfg *c)
 	p->pct_tct_entries = (uint32_t)param_get_u64(c, &t[P_PCT_TCT]);
 	p->pct_pid_mask = (uint32_t)param_get_u64(c, &t[P_PCT_PID_MASK]);
 	p->pct_idle = (simtime_t)(param_get(c, &t[P_PCT_IDLE]) * 1e6 + 0.5);
+	p->pct_conn = (simtime_t)(param_get(c, &t[P_PCT_CONN]) * 1000.0 + 0.5);
 	p->amo_unit = (simtime_t)(param_get(c, &t[P_AMO_UNIT]) * 1000.0 + 0.5);
 	p->trig_release = (simtime_t)(param_get(c, &t[P_TRIG_RELEASE]) * 1000.0 + 0.5);
 	p->tles = (uint32_t)param_get_u64(c, &t[P_TLES]);
@@ -660,6 +668,7 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 		cfg_fail(c, "count", "the nic model needs a 'fabric' section");
 	struct nic_world *w = xcalloc(1, sizeof(*w));
 	pool_init(&w->rec.le, sizeof(struct nic_le), 1024);
+	pool_init(&w->rec.ule, sizeof(struct nic_ule), 1024);
 	pool_init(&w->rec.pkt, sizeof(struct nic_pkt), 1024);
 	pool_init(&w->rec.op, sizeof(struct nic_op), 1024);
 	pool_init(&w->rec.work, sizeof(struct nic_work), 1024);
@@ -741,7 +750,8 @@ static uint64_t owned_bytes(struct nic *nic, const struct nic_lni *lni, bool les
 			continue;
 		b += sizeof(*p);
 		for (unsigned l = 0; les && l < 4; l++)
-			b += (uint64_t)p->lists[l].count * nic->rec->le.obj_size;
+			b += (uint64_t)p->lists[l].count *
+			     (l == C_PTL_LIST_UNEXPECTED ? nic->rec->ule.obj_size : nic->rec->le.obj_size);
 	}
 	for (uint32_t i = 0; i < nic->cts.n; i++) {
 		const struct nic_ct *c = nic->cts.rec[i];
@@ -770,7 +780,7 @@ static uint64_t nic_core_bytes(const struct nic *nic)
 
 static uint64_t records_bytes(const struct nic_records *r)
 {
-	return pool_bytes(&r->le) + pool_bytes(&r->pkt) + pool_bytes(&r->op) + pool_bytes(&r->work) +
+	return pool_bytes(&r->le) + pool_bytes(&r->ule) + pool_bytes(&r->pkt) + pool_bytes(&r->op) + pool_bytes(&r->work) +
 	       pool_bytes(&r->evrec);
 }
 
@@ -791,7 +801,7 @@ static void nic_memory(struct sim *sim, struct mem_report *r)
 		owned += (uint64_t)nic->nlnis * sizeof(struct nic_lni) + owned_bytes(nic, NULL, false);
 	}
 	mem_add(r, "nic.core", w->n, core);
-	mem_add(r, "nic.records", w->rec.le.allocated + w->rec.pkt.allocated + w->rec.op.allocated +
+	mem_add(r, "nic.records", w->rec.le.allocated + w->rec.ule.allocated + w->rec.pkt.allocated + w->rec.op.allocated +
 					  w->rec.work.allocated + w->rec.evrec.allocated, recs);
 	mem_add(r, "nic.endpoint_state", lnis, owned);
 	mem_unit(r, "nic", w->n, core + recs);

@@ -331,12 +331,13 @@ struct nic_dma_cmd {
 				  * supplies its own address, software only chooses the pid */
 	uint32_t eqn;            /* NIC_NONE: the queue's EQ */
 	uint32_t ctn;            /* NIC_NONE: none */
-	const void *idc_data;    /* IDC_PUT: payload, copied by nic_cmdq_emit (NULL: no real bytes) */
 	/* AMO: operation, comparison (C_AMO_OP_CSWAP), operand type, whether the previous value comes back;
 	 * length is the type's size; operands op1 and op2 (C_AMO_OPERAND_BYTES each, little-endian as the host
-	 * stores them) are copied by nic_cmdq_emit from idc_data. */
+	 * stores them) are copied by nic_cmdq_emit from idc_data.  (Here, not last: no padding hole, so a
+	 * queued command's work item is 128 bytes, two cache lines; millions wait during a start burst.) */
 	uint8_t amo_op, amo_cswap, amo_type;
 	bool amo_fetch;
+	const void *idc_data;    /* IDC_PUT: payload, copied by nic_cmdq_emit (NULL: no real bytes) */
 };
 
 /* AMO semantics (amo.c), what the target NIC's AMO unit applies: bytes of one element of `type` (0 for an

@@ -36,6 +36,7 @@ struct nic_params {
 	uint32_t pct_tct_entries;    /* target connections (PCT TCT CAM) */
 	uint32_t pct_pid_mask;       /* destination PID bits that select a connection (driver sct_pid_mask) */
 	simtime_t pct_idle;          /* a connection idle this long is closed (SCT idle epoch) */
+	simtime_t pct_conn;          /* engine time per connection opened (open + close handshake), assumed */
 	simtime_t amo_unit;          /* target AMO unit occupancy per atomic */
 	simtime_t trig_release;      /* trigger engine: per TLE released */
 	uint32_t tles;               /* trigger list entries of a NIC */
@@ -61,7 +62,13 @@ struct nic_le {
 	/* The list's index (le_index.c), while it has one: position, and the LEs of its hash bucket. */
 	uint32_t pos;
 	struct nic_le *ix_next, *ix_prev;
-	/* Unexpected header (ule == true). */
+};
+
+/* An unexpected header (ule == true): an LE with what the header said.  A record of its own size, from its
+ * own pool, so that the many posted LEs (15 per client endpoint in the whole-machine scenario) do not
+ * carry these fields (120 bytes instead of 152). */
+struct nic_ule {
+	struct nic_le le;
 	uint64_t header_data, remote_offset;
 	uint32_t initiator;
 	uint32_t rlength, mlength;   /* requested bytes, eager bytes stored in the overflow buffer */
@@ -69,6 +76,11 @@ struct nic_le {
 	uint8_t rendezvous_id;
 	bool rendezvous;
 };
+
+static inline struct nic_ule *nic_ule_of(struct nic_le *le)
+{
+	return (struct nic_ule *)le;
+}
 
 struct nic_le_index;
 
@@ -210,7 +222,7 @@ struct nic_pe {
  * pools shared by every NIC of the simulation: per-NIC pools kept ~70 KB of slabs on each NIC that was ever
  * used, 6 GB across Aurora's 85,000 client NICs. */
 struct nic_records {
-	struct pool le, pkt, op, work, evrec;
+	struct pool le, ule, pkt, op, work, evrec;
 };
 
 /* Counters (Cassini names where one exists), registered when the NIC is first used. */
@@ -363,13 +375,17 @@ enum nic_work_kind { WORK_PKT = 1, WORK_TGT_CMD };
 
 struct nic_work {
 	uint8_t kind;
+	uint8_t pct_open;         /* a request packet that opened a target connection (PE pays pct_conn) */
 	uint32_t q_eqn;           /* the command queue's EQ */
 	struct nic *nic;
-	struct nic_pkt *pkt;
-	struct nic_lni *lni;      /* issuing LNI (commands) */
+	union {
+		struct nic_pkt *pkt;  /* WORK_PKT: the request */
+		struct nic_lni *lni;  /* commands: the issuing LNI */
+	};
 	uint8_t *idc;             /* IDC payload copied at emit */
 	struct nic_cmd cmd;
 };
+_Static_assert(sizeof(struct nic_work) <= 128, "a work item is two cache lines");
 
 /* ---------------------------------------------------------------- internal API between files */
 struct nic_counters;
@@ -436,15 +452,15 @@ void nic_send_nack(struct nic *nic, struct nic_pkt *req);
 /* PCT connections (pct.c): a request leaving (source side) or arriving (target side; false: no TCT left,
  * NACK it). */
 struct nic_pct_table;
-void nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p);
-bool nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p);
+bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p);
+int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p);
 void nic_pct_free(struct nic *nic);
 void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_t list, uint32_t mlength,
 		  simtime_t delay);
 /* The target NIC fetches the rest of a rendezvous Put: `got` bytes already landed at dst_addr - ...;
  * the Get asks for `len` more, written at dst_addr. */
 void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct nic_le *le, uint64_t dst_addr,
-			   uint32_t len, const struct nic_le *hdr, simtime_t delay);
+			   uint32_t len, const struct nic_ule *hdr, simtime_t delay);
 void nic_post_target_event(struct nic *nic, struct nic_pte *pte, struct nic_event *ev, simtime_t delay);
 void nic_initiator_rx(struct nic *nic, struct nic_pkt *p);
 

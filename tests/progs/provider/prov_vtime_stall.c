@@ -57,6 +57,10 @@ static int player(struct t_chan c, bool first)
 	t_recv(c, peer, 8);
 	fi_addr_t p = t_insert(&t, peer);
 	t_sync(c);
+	/* 20 ms of (virtual) sleep first: far past the staller's clock (its set-up CPU time), so the others
+	 * can only finish once the stall rule lets time pass it. */
+	struct timespec nap = {0, 20000000};
+	nanosleep(&nap, NULL);
 	int ok = 0;
 	for (int i = 0; i < ROUNDS; i++) {
 		uint32_t out = (uint32_t)i, in = ~0u;
