@@ -245,6 +245,9 @@ int cxip_vt_idle_poll(struct cxip_dev *dev, const void *key, _Atomic uint64_t *s
 		      bool (*ready)(void *), void *arg);
 /* Idle without parking (fi_trywait, a control request): the thread resumes at its next provider call. */
 void cxip_vt_idle_lazy(struct cxip_dev *dev, uint32_t wait_id);
+/* A control request: the thread is idle (lazily) while the daemon works on it; returns the virtual time the
+ * request takes effect (the thread's clock) and the thread's slot (PCB_REQ_NO_SLOT: none, stamp 0). */
+uint64_t cxip_vt_request_begin(struct cxip_dev *dev, uint32_t *slot);
 void cxip_vt_resume(struct cxip_dev *dev);
 /* Another thread of the process made something visible to threads waiting on wait_id. */
 void cxip_vt_wake_local(struct cxip_dev *dev, uint32_t wait_id, uint64_t at);

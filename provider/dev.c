@@ -213,11 +213,18 @@ int cxip_dev_call(struct cxip_dev *dev, uint32_t op, const void *req, size_t req
 		return -FI_EIO;
 	char buf[CTL_MAX_MSG];
 	int want = nfds ? *nfds : 0;
-	/* Virtual mode: the thread holds no virtual time while the daemon works on its request (a registration
-	 * or a close may need the engine to run); it resumes at the daemon's horizon. */
+	/* Virtual mode: the request takes effect at the thread's virtual time (the daemon holds it until the
+	 * engine gets there); the thread holds no virtual time while the daemon works on it (a registration or a
+	 * close may need the engine to run), and the daemon wakes it at the time it replies. */
+	uint64_t vt = 0;
+	uint32_t vslot = PCB_REQ_NO_SLOT;
 	if (dev->virt)
-		cxip_vt_idle_lazy(dev, PCB_WAIT_NONE);
+		vt = cxip_vt_request_begin(dev, &vslot);
 	pthread_mutex_lock(&dev->lock);
+	if (dev->virt) {
+		atomic_store(&dev->pcb->req_vt_ps, vt);
+		atomic_store(&dev->pcb->req_slot, vslot);
+	}
 	struct ctl_hdr h = { .op = op, .seq = ++dev->seq, .len = (uint32_t)req_len };
 	int ret = send_msg(dev->sock, &h, sizeof(h), req, req_len);
 	ssize_t n = -1;
@@ -227,8 +234,10 @@ int cxip_dev_call(struct cxip_dev *dev, uint32_t op, const void *req, size_t req
 		n = recv_msg(dev->sock, buf, sizeof(buf), fds, nfds);
 	}
 	pthread_mutex_unlock(&dev->lock);
-	if (dev->virt)
-		cxip_vt_resume(dev);
+	if (dev->virt) {
+		cxip_vt_resume(dev); /* (the daemon's reply normally woke it already) */
+		cxip_vt_rebase(dev);
+	}
 	if (ret || n < (ssize_t)sizeof(h)) {
 		atomic_store(&dev->dead, 1);
 		return -FI_EIO;

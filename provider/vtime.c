@@ -237,16 +237,31 @@ uint64_t cxip_vt_stamp(struct cxip_dev *dev, uint64_t *last_stamp)
 	return clock;
 }
 
-void cxip_vt_idle_lazy(struct cxip_dev *dev, uint32_t wait_id)
+static uint64_t idle_lazy(struct cxip_dev *dev, struct pcb_thread *t, uint32_t wait_id)
 {
-	struct pcb_thread *t = self(dev);
-	if (!t)
-		return;
 	uint64_t clock = charge(dev, t);
 	atomic_store(&t->deadline_ps, UINT64_MAX);
 	atomic_store(&t->wait_id, wait_id);
 	atomic_store(&t->state, PCB_THREAD_IDLE);
 	ring_daemon(dev, true, clock);
+	return clock;
+}
+
+void cxip_vt_idle_lazy(struct cxip_dev *dev, uint32_t wait_id)
+{
+	struct pcb_thread *t = self(dev);
+	if (t)
+		idle_lazy(dev, t, wait_id);
+}
+
+uint64_t cxip_vt_request_begin(struct cxip_dev *dev, uint32_t *slot)
+{
+	struct pcb_thread *t = self(dev);
+	*slot = PCB_REQ_NO_SLOT;
+	if (!t)
+		return 0;
+	*slot = (uint32_t)(t - dev->pcb->threads);
+	return idle_lazy(dev, t, PCB_WAIT_NONE);
 }
 
 void cxip_vt_resume(struct cxip_dev *dev)

@@ -184,7 +184,8 @@ struct client {
 	int pcb_efd;          /* rung by the provider when the daemon waits for one of its threads */
 	ev_io pcb_io;
 	struct vslot *vs;     /* the daemon's view of each thread slot (stall rule) */
-	char *held_req;       /* a control request waiting for the process's queued commands */
+	char *held_req;       /* a control request waiting for the process's queued commands and its stamp */
+	simtime_t held_vt;    /* virtual mode: when it takes effect (the sender's clock) */
 	size_t held_len;
 	uint64_t mem_faults;
 	/* triggered operations (trigger.c) */
@@ -308,6 +309,11 @@ void vclock_run(struct daemon *d);
 /* Something became visible to the process (an event in queue / a counter `obj_id`): wake its idle threads
  * that wait on it, at the engine's now. */
 void vclock_wake(struct client *c, uint32_t obj_id);
+/* The process's control request is answered: its sender (idle since it sent it) is woken at the engine's
+ * now, so it goes on from the time the request took effect. */
+void vclock_request_done(struct client *c);
+/* The virtual time a control request of c takes effect: its sender's clock (0: now). */
+simtime_t vclock_request_stamp(struct client *c);
 /* The command queue of `ep`: execute the commands due (stamp <= now); returns the next stamp, or
  * UINT64_MAX when the queue is empty. */
 simtime_t ep_drain_due(struct dep *ep);

@@ -141,10 +141,16 @@ struct pcb_shm {
 	_Atomic uint32_t daemon_waiting; /* the daemon sleeps until a thread's clock reaches daemon_want_ps or it idles */
 	_Atomic uint32_t slots_hwm;    /* slots in use are below this */
 	_Atomic uint64_t daemon_want_ps;
-	uint64_t pad[5];
+	/* The control request in flight (one per process at a time): its sender's virtual time, when the
+	 * request takes effect, and slot (PCB_REQ_NO_SLOT: none), woken at that time with the reply. */
+	_Atomic uint64_t req_vt_ps;
+	_Atomic uint32_t req_slot;
+	uint32_t pad32;
+	uint64_t pad[3];
 	struct pcb_thread threads[CXISIM_MAX_THREADS];
 };
 #define PCB_MAGIC 0x70636231u
+#define PCB_REQ_NO_SLOT UINT32_MAX
 
 /* CTL_QUEUE_OPEN */
 enum queue_kind {

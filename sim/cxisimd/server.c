@@ -22,6 +22,8 @@ void server_reply(struct client *c, uint32_t seq, int32_t status, const void *bo
 {
 	if (c->dead)
 		return;
+	if (daemon_virtual(c->d))
+		vclock_request_done(c); /* before the reply: the sender finds itself busy at the reply's time */
 	struct ctl_hdr h = { .op = 0, .seq = seq, .status = status, .len = (uint32_t)len };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
 	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
@@ -383,8 +385,11 @@ static bool hold_request(struct client *c, const char *buf, size_t n)
 	for (struct obj *o = c->objs; o; o = o->next)
 		if (o->kind == OBJ_EP && ep_drain_due((struct dep *)o) != UINT64_MAX)
 			pending = true;
-	if (!pending)
+	/* ... and it takes effect at its sender's virtual time, not earlier. */
+	simtime_t vt = vclock_request_stamp(c);
+	if (!pending && vt <= sim_now(c->d->sim))
 		return false;
+	c->held_vt = vt;
 	c->held_req = xmalloc(n);
 	memcpy(c->held_req, buf, n);
 	c->held_len = n;

@@ -120,6 +120,22 @@ void vclock_wake(struct client *c, uint32_t obj_id)
 		sim_stop(d->sim); /* the woken threads hold virtual time from here */
 }
 
+simtime_t vclock_request_stamp(struct client *c)
+{
+	return client_live(c) ? atomic_load(&c->pcb->req_vt_ps) : 0;
+}
+
+void vclock_request_done(struct client *c)
+{
+	if (!client_live(c))
+		return;
+	uint32_t slot = atomic_exchange(&c->pcb->req_slot, PCB_REQ_NO_SLOT);
+	if (slot >= slots_in_use(c)) /* none, or out of range: the process writes it, never trusted */
+		return;
+	if (wake_slot(c->d, &c->pcb->threads[slot], sim_now(c->d->sim)))
+		sim_stop(c->d->sim);
+}
+
 /* Earliest clock of the busy threads (tb) and deadline of the idle ones (td); idle threads whose deadline
  * has come are woken. */
 static void scan_client(struct daemon *d, struct client *c, double wall, simtime_t *tb, simtime_t *td)
@@ -194,7 +210,10 @@ static simtime_t run_commands(struct daemon *d)
 						tcmd = t;
 				}
 			}
-		if (c->held_req && !pending) {
+		if (c->held_req && !pending && c->held_vt > sim_now(d->sim)) {
+			if (c->held_vt < tcmd) /* the engine runs to the request's stamp */
+				tcmd = c->held_vt;
+		} else if (c->held_req && !pending) {
 			char *req = c->held_req;
 			size_t len = c->held_len;
 			c->held_req = NULL;

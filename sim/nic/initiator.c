@@ -30,8 +30,13 @@ static void send_now(struct sim *sim, void *obj, uint64_t arg)
 	struct nic_pkt *p = (struct nic_pkt *)(uintptr_t)arg;
 	(*nic->c.pkts_tx)++;
 	*nic->c.tx_bytes += p->msg.bytes;
-	if (p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO)
-		nic_pct_sct_use(nic, p);
+	if ((p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO) && nic_pct_sct_use(nic, p) &&
+	    nic->p->pct_conn) {
+		/* The connection's open and later close handshake occupy the transmit engine (pct_conn_ns). */
+		simtime_t now = sim_now(sim);
+		nic->tx_free = (nic->tx_free > now ? nic->tx_free : now) + nic->p->pct_conn;
+		*nic->c.tx_busy_ps += nic->p->pct_conn;
+	}
 	fabric_send(sim, nic->fabric, &p->msg);
 }
 

@@ -964,6 +964,8 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 	if (w->kind == WORK_PKT) {
 		nic->trs_used--; /* answered as this work completes (ACK, NACK or reply) */
 		cost = lpe_pkt(nic, w->pkt);
+		if (w->pct_open)
+			cost += nic->p->pct_conn; /* the target connection's open and close handshake */
 	} else
 		cost = lpe_tgt_cmd(nic, w);
 	if (nic->active)
@@ -992,7 +994,8 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	}
 	/* A request arrives on a PCT connection (pct.c): with every TCT held by other connections the PCT refuses
 	 * it (C_RC_NO_TARGET_CONN) and the initiator's retry handler sends it again. */
-	if (!nic_pct_tct_use(nic, p)) {
+	int conn = nic_pct_tct_use(nic, p);
+	if (conn < 0) {
 		nic_send_nack(nic, p);
 		return;
 	}
@@ -1011,6 +1014,7 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	struct nic_work *w = pool_get(&nic->rec->work);
 	memset(w, 0, sizeof(*w));
 	w->kind = WORK_PKT;
+	w->pct_open = conn == 1;
 	w->nic = nic;
 	w->pkt = p;
 	nic_pe_submit(nic, pte ? pte->pe : 0, w);

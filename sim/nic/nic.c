@@ -54,6 +54,11 @@ static const struct param nic_params_table[] = {
 	{ "pct_idle_us", "us", 32.768, 0.001, 1e9,
 	  "HPE shs-cxi-driver C1_DEFAULT_SCT_IDLE_EPOCH 15: 2^15 cycles of Cassini 1's 1 GHz clock (shs-libcxi "
 	  "retry_handler get_epoch_timeout); an idle connection is closed" },
+	{ "pct_conn_ns", "ns", 0, 0, 1e6,
+	  "assumed, 0 by default (no published figure): a PCT connection's life at one end -- its open, and the close "
+	  "request and response once idle, not simulated as packets -- as time of the engine that meets the opening "
+	  "packet: the transmit engine for a source connection (SCT), the PE for a target connection (TCT).  A "
+	  "sensitivity knob for connection churn (docs/workloads.md, Fig 4 by mechanism)" },
 	{ "amo_unit_ns", "ns", 20, 0, 1e6,
 	  "assumed: the target AMO unit's occupancy per atomic (ALU and ordering check); AMOs of one NIC execute one "
 	  "at a time in arrival order, each also waiting for its host read (a PCIe round trip) before the unit "
@@ -91,6 +96,7 @@ enum {
 	P_PCT_TCT,
 	P_PCT_PID_MASK,
 	P_PCT_IDLE,
+	P_PCT_CONN,
 	P_AMO_UNIT,
 	P_TRIG_RELEASE,
 	P_TLES,
@@ -550,6 +556,7 @@ static void read_params(struct nic_world *w, const struct cfg *c)
 	p->pct_tct_entries = (uint32_t)param_get_u64(c, &t[P_PCT_TCT]);
 	p->pct_pid_mask = (uint32_t)param_get_u64(c, &t[P_PCT_PID_MASK]);
 	p->pct_idle = (simtime_t)(param_get(c, &t[P_PCT_IDLE]) * 1e6 + 0.5);
+	p->pct_conn = (simtime_t)(param_get(c, &t[P_PCT_CONN]) * 1000.0 + 0.5);
 	p->amo_unit = (simtime_t)(param_get(c, &t[P_AMO_UNIT]) * 1000.0 + 0.5);
 	p->trig_release = (simtime_t)(param_get(c, &t[P_TRIG_RELEASE]) * 1000.0 + 0.5);
 	p->tles = (uint32_t)param_get_u64(c, &t[P_TLES]);

@@ -36,6 +36,7 @@ struct nic_params {
 	uint32_t pct_tct_entries;    /* target connections (PCT TCT CAM) */
 	uint32_t pct_pid_mask;       /* destination PID bits that select a connection (driver sct_pid_mask) */
 	simtime_t pct_idle;          /* a connection idle this long is closed (SCT idle epoch) */
+	simtime_t pct_conn;          /* engine time per connection opened (open + close handshake), assumed */
 	simtime_t amo_unit;          /* target AMO unit occupancy per atomic */
 	simtime_t trig_release;      /* trigger engine: per TLE released */
 	uint32_t tles;               /* trigger list entries of a NIC */
@@ -374,6 +375,7 @@ enum nic_work_kind { WORK_PKT = 1, WORK_TGT_CMD };
 
 struct nic_work {
 	uint8_t kind;
+	uint8_t pct_open;         /* a request packet that opened a target connection (PE pays pct_conn) */
 	uint32_t q_eqn;           /* the command queue's EQ */
 	struct nic *nic;
 	union {
@@ -456,8 +458,8 @@ void nic_send_nack(struct nic *nic, struct nic_pkt *req);
 /* PCT connections (pct.c): a request leaving (source side) or arriving (target side; false: no TCT left,
  * NACK it). */
 struct nic_pct_table;
-void nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p);
-bool nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p);
+bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p);
+int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p);
 void nic_pct_free(struct nic *nic);
 void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_t list, uint32_t mlength,
 		  simtime_t delay);

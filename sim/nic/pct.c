@@ -144,10 +144,11 @@ static struct nic_pct_table *table(struct nic_pct_table **t)
 	return *t;
 }
 
-void nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p)
+/* Returns whether the packet opened a source connection. */
+bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p)
 {
 	if (!nic->active)
-		return;
+		return false;
 	struct nic_pct_table *t = table(&nic->sct);
 	simtime_t now = sim_now(nic->sim);
 	uint64_t key = conn_class(nic, p->msg.dst, p->dst_pid, p->index);
@@ -159,9 +160,11 @@ void nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p)
 	}
 	if (t->high > *nic->c.pct_sct_high_water)
 		*nic->c.pct_sct_high_water = t->high;
+	return r == 1;
 }
 
-bool nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
+/* Returns -1 when the request is refused (no TCT left), 1 when it opened a target connection, else 0. */
+int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
 {
 	struct nic_pct_table *t = table(&nic->tct);
 	uint64_t key = conn_class(nic, p->msg.src, p->dst_pid, p->index);
@@ -169,13 +172,13 @@ bool nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
 	if (r < 0) {
 		(*nic->c.no_tct_nacks)++;
 		nic_count_limit(nic);
-		return false;
+		return -1;
 	}
 	if (r == 1)
 		(*nic->c.pct_tct_open)++;
 	if (t->high > *nic->c.pct_tct_high_water)
 		*nic->c.pct_tct_high_water = t->high;
-	return true;
+	return r;
 }
 
 static void table_free(struct nic_pct_table *t)

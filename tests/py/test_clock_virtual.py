@@ -13,7 +13,7 @@ import statistics
 
 import pytest
 
-from provider_helpers import BUILD_DIR, cpu_hogs, cxisim_exec
+from provider_helpers import BUILD_DIR, cpu_hogs, cxisim_exec, emulation_counters
 
 CLOCK_WORK = f"{BUILD_DIR}/tests/clock/clock_work"
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
@@ -37,6 +37,24 @@ def test_cpu_burn_advances_virtual_time_by_cpu_scale(cpu_scale):
     # interrupt or a preemption costs CPU time inside the measured span); 18 of the 20 must hold.
     good = [abs(virt - cpu * cpu_scale) < 0.05 * cpu * cpu_scale for virt, cpu, _ in rows]
     assert sum(good) >= 18, rows
+
+
+def test_control_requests_take_effect_at_the_callers_time(tmp_path):
+    """A memory registration (and its close) after 1 ms of CPU: the daemon holds each request until the
+    engine reaches the caller's virtual time (it had no reason to go there before: nothing else happens), so
+    the request takes effect then -- not at the engine's earlier now -- and the caller goes on from that
+    time: the iteration still measures its burnt CPU time, nothing more."""
+    r = cxisim_exec([CLOCK_WORK, "reg"], sets={"cpu_scale": 1}, out=tmp_path / "run", timeout=120)
+    assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+    rows = [tuple(int(x) for x in ln.split()[1:]) for ln in r.stdout.splitlines() if ln.startswith("reg ")]
+    assert len(rows) == 20, r.stdout
+    good = [abs(virt - cpu) < 0.05 * cpu for virt, cpu, _ in rows]
+    assert sum(good) >= 18, rows
+    c = emulation_counters(tmp_path / "run")
+    # requests that waited for the engine to reach their time (all of them, unless the stall rule had
+    # already taken the engine past it while the thread burnt CPU)
+    assert c.get("held_requests", 0) >= 5, c
+    assert c.get("causality_lag_count", 0) == 0, c
 
 
 def test_cpu_burn_is_free_with_cpu_scale_0():

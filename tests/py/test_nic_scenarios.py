@@ -128,6 +128,7 @@ fabric:
 nic:
   pct_tct_entries: {{ tct | default(8192) }}
   pct_idle_us: {{ idle | default(32.768) }}
+  pct_conn_ns: {{ conn | default(0) }}
 nic_loadgen:
   senders: [0, 2]
   receiver: 1
@@ -150,6 +151,23 @@ def test_pct_connections_open_once_per_busy_period(run_scenario):
     assert m["nic_loadgen"]["received"] == 600
     assert t["nic.0.C_CNTR_PCT_CONN_SCT_OPEN"] == t["nic.2.C_CNTR_PCT_CONN_SCT_OPEN"] == 300
     assert t["nic.1.C_CNTR_PCT_CONN_TCT_OPEN"] == 600
+
+
+def test_pct_connection_cost_charged_per_open(run_scenario):
+    """nic.pct_conn_ns (a connection's open and close handshake, 0 by default) occupies the transmit engine of
+    the end that opens a source connection and the PE that meets a request opening a target connection: with
+    every request opening both (1 ns idle time), 100 ns per connection adds 300 x 100 ns to each sender's
+    transmit engine and 600 x 100 ns to the receiver's PEs; nothing else changes what is delivered."""
+    busy = {}
+    for conn in (0, 100):
+        rundir, m = run_scenario(PCT, sets={"idle": 0.001, "conn": conn})
+        t = telemetry(rundir)
+        assert m["nic_loadgen"]["received"] == 600 and m["nic_loadgen"]["out_of_order"] == 0
+        assert t["nic.1.C_CNTR_PCT_CONN_TCT_OPEN"] == 600
+        busy[conn] = (t["nic.0.sim.tx_busy_ps"], t["nic.2.sim.tx_busy_ps"],
+                      sum(t.get(f"nic.1.sim.pe_busy_ps_{pe}", 0) for pe in range(4)))
+    assert busy[100][0] - busy[0][0] == busy[100][1] - busy[0][1] == 300 * 100_000
+    assert busy[100][2] - busy[0][2] == 600 * 100_000
 
 
 def test_pct_no_target_connection_nack_and_retry(run_scenario):

@@ -5,6 +5,8 @@
  *   sleep: sleeps 10 ms with nanosleep,
  * and reads CLOCK_MONOTONIC (virtual, through the interposer) around it; or
  *   rt:     measures each round trip (receive posted before the send, as fi_pingpong does);
+ *   reg:   burns 1 ms of CPU time, then registers and closes a memory region (two control requests, which
+ *          take effect at the thread's virtual time: no virtual time passes for them), or
  *   rt-mpi: the same with a blocking send's order (each side waits for its send's completion, then posts
  *           its receive: what MPI_Send + MPI_Recv do over Open MPI's OFI MTL).
  * Prints one line per iteration: "<mode> <virtual ns> <cpu ns> <wall ns>", then "PASSED clock_work" when
@@ -96,8 +98,9 @@ static int echo(void *p)
 int main(int argc, char **argv)
 {
 	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
-	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi")) {
-		fprintf(stderr, "usage: clock_work burn|sleep|rt|rt-mpi\n");
+	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi") &&
+	    strcmp(a.mode, "reg")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi\n");
 		return 2;
 	}
 	mpi_order = !strcmp(a.mode, "rt-mpi");
@@ -116,6 +119,12 @@ int main(int argc, char **argv)
 		uint64_t v0 = mono_ns(), c0 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = raw_clock_ns(CLOCK_MONOTONIC);
 		if (!strcmp(a.mode, "burn")) {
 			burn(1000000);
+		} else if (!strcmp(a.mode, "reg")) {
+			static char region[4096];
+			struct fid_mr *mr;
+			burn(1000000);
+			T_OK(fi_mr_reg(t.dom, region, sizeof(region), FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL));
+			T_OK(fi_close(&mr->fid));
 		} else if (!strcmp(a.mode, "sleep")) {
 			struct timespec d = {0, 10000000};
 			nanosleep(&d, NULL);
