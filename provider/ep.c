@@ -368,6 +368,20 @@ static int ep_set_val(struct cxip_ep *ep, int name, void *val)
 	}
 }
 
+/* FI_GETOPSFLAG / FI_SETOPSFLAG: the default op flags of one direction (FI_TRANSMIT or FI_RECV, not both). */
+static int ep_opsflag(struct cxip_ep *ep, int command, uint64_t *f)
+{
+	if (!f || ((*f & FI_TRANSMIT) && (*f & FI_RECV)) || !(*f & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EINVAL;
+	if (command == FI_GETOPSFLAG)
+		*f = (*f & FI_TRANSMIT) ? ep->tx_op_flags : ep->rx_op_flags;
+	else if (*f & FI_TRANSMIT)
+		ep->tx_op_flags = *f & ~FI_TRANSMIT;
+	else
+		ep->rx_op_flags = *f & ~FI_RECV;
+	return 0;
+}
+
 /* fi_ep_alias: another fid for the same endpoint with its own default op flags (FI_TRANSMIT or FI_RECV
  * and the flags, as FI_SETOPSFLAG takes them; e.g. FI_TRANSMIT | FI_TRIGGER).  The alias shares the
  * endpoint's queue; it is made of an enabled endpoint (a copy of its state) and closed before it. */
@@ -381,18 +395,9 @@ static int alias_close(struct fid *fid)
 
 static int alias_control(struct fid *fid, int command, void *arg)
 {
-	struct cxip_ep *a = (struct cxip_ep *)fid;
-	uint64_t *f = arg;
-	if ((command != FI_GETOPSFLAG && command != FI_SETOPSFLAG) || !f || ((*f & FI_TRANSMIT) && (*f & FI_RECV)) ||
-	    !(*f & (FI_TRANSMIT | FI_RECV)))
+	if (command != FI_GETOPSFLAG && command != FI_SETOPSFLAG)
 		return -FI_EINVAL;
-	if (command == FI_GETOPSFLAG)
-		*f = (*f & FI_TRANSMIT) ? a->tx_op_flags : a->rx_op_flags;
-	else if (*f & FI_TRANSMIT)
-		a->tx_op_flags = *f & ~FI_TRANSMIT;
-	else
-		a->rx_op_flags = *f & ~FI_RECV;
-	return 0;
+	return ep_opsflag((struct cxip_ep *)fid, command, arg);
 }
 
 static int alias_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
@@ -446,34 +451,9 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	switch (command) {
 	case FI_ENABLE:
 		return ep_enable(ep);
-	case FI_GETOPSFLAG: {
-		uint64_t *f = arg;
-		if (!f)
-			return -FI_EINVAL;
-		if ((*f & FI_TRANSMIT) && (*f & FI_RECV))
-			return -FI_EINVAL;
-		if (*f & FI_TRANSMIT)
-			*f = ep->tx_op_flags;
-		else if (*f & FI_RECV)
-			*f = ep->rx_op_flags;
-		else
-			return -FI_EINVAL;
-		return 0;
-	}
-	case FI_SETOPSFLAG: {
-		uint64_t *f = arg;
-		if (!f)
-			return -FI_EINVAL;
-		if ((*f & FI_TRANSMIT) && (*f & FI_RECV))
-			return -FI_EINVAL;
-		if (*f & FI_TRANSMIT)
-			ep->tx_op_flags = *f & ~FI_TRANSMIT;
-		else if (*f & FI_RECV)
-			ep->rx_op_flags = *f & ~FI_RECV;
-		else
-			return -FI_EINVAL;
-		return 0;
-	}
+	case FI_GETOPSFLAG:
+	case FI_SETOPSFLAG:
+		return ep_opsflag(ep, command, arg);
 	case FI_SET_VAL: {
 		struct fi_fid_var *v = arg;
 		if (!v)

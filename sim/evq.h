@@ -204,6 +204,13 @@ static inline bool evq_pop(struct evq *q, struct evq_entry *out)
 	return evq_pop_slow(q, out);
 }
 
+/* The entry k pops after the next one, if it is already in the run (a hint for prefetching: NULL when it
+ * is not there yet; a late event may still come first). */
+static inline const struct evq_entry *evq_ahead(const struct evq *q, uint32_t k)
+{
+	return q->run_head + k < q->run_tail ? &q->run[q->run_head + k] : NULL;
+}
+
 /* Smallest key without removing it; false when empty. */
 static inline bool evq_peek(struct evq *q, struct evq_entry *out)
 {

@@ -527,5 +527,7 @@ void fabric_dragonfly_build(struct sim *sim, const struct cfg *c)
 	df_counters_init(d);
 	sim_world_set(sim, "fabric", d);
 	sim_world_set(sim, "fabric.dragonfly", d);
+	df_switch_prefetch_hooks(sim);
+	df_endpoint_prefetch_hooks(sim);
 	sim_on_destroy(sim, df_free, d);
 }

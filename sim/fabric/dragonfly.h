@@ -368,6 +368,10 @@ void df_oport_release(struct df *d, struct df_oport *op, bool self);
 void *df_alloc_aligned(size_t bytes);
 uint32_t df_port_depth(struct df *d, const struct df_rsw *s, uint32_t port, uint32_t tc);
 void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg);
+/* Prefetch hooks (sim_prefetch_hook) of the busiest fabric handlers: a packet's next switch record, a
+ * delivered message's NIC packet. */
+void df_switch_prefetch_hooks(struct sim *sim);
+void df_endpoint_prefetch_hooks(struct sim *sim);
 void df_ev_kick(struct sim *sim, void *obj, uint64_t arg);
 /* Credits for a unit of `wire` bytes on VC vc: take shared space first, then the VC's reserved slot. */
 static inline bool df_credit_ok(const struct df_otc *t, uint32_t vc, uint32_t wire)

@@ -556,3 +556,16 @@ void df_eject(struct df *d, struct df_oport *op, struct df_pkt *pkt, simtime_t t
 	}
 	pool_put(&d->pkts, pkt);
 }
+
+/* ev_deliver(df, msg): the NIC's packet the message carries. */
+static void deliver_prefetch(const void *obj, uint64_t arg)
+{
+	const struct df_msg *msg = (const struct df_msg *)(uintptr_t)arg;
+	(void)obj;
+	__builtin_prefetch(msg->m);
+}
+
+void df_endpoint_prefetch_hooks(struct sim *sim)
+{
+	sim_prefetch_hook(sim, ev_deliver, deliver_prefetch);
+}

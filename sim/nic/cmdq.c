@@ -377,3 +377,18 @@ static struct nic_cmdq **nic_qhead(struct nic *nic)
 {
 	return &nic->cmdqs;
 }
+
+/* cmdq_fetch(queue): its LNI (for the NIC) and the ring record at its head. */
+static void cmdq_fetch_prefetch(const void *obj, uint64_t arg)
+{
+	const struct nic_cmdq *q = obj;
+	(void)arg;
+	__builtin_prefetch(q->lni);
+	if (q->ring)
+		__builtin_prefetch(&q->ring[q->head]);
+}
+
+void nic_cmdq_prefetch_hooks(struct sim *sim)
+{
+	sim_prefetch_hook(sim, cmdq_fetch, cmdq_fetch_prefetch);
+}

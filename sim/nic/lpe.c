@@ -1019,3 +1019,16 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	w->pkt = p;
 	nic_pe_submit(nic, pte ? pte->pe : 0, w);
 }
+
+/* pe_run(nic, pe): the PE's queue state sits kilobytes into the NIC record, away from the line the queue
+ * prefetches. */
+static void pe_run_prefetch(const void *obj, uint64_t arg)
+{
+	const struct nic *nic = obj;
+	__builtin_prefetch(&nic->pe[arg & (C_PE_COUNT - 1)]);
+}
+
+void nic_lpe_prefetch_hooks(struct sim *sim)
+{
+	sim_prefetch_hook(sim, pe_run, pe_run_prefetch);
+}

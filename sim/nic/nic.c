@@ -673,6 +673,10 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 	pool_init(&w->rec.op, sizeof(struct nic_op), 1024);
 	pool_init(&w->rec.work, sizeof(struct nic_work), 1024);
 	pool_init(&w->rec.evrec, sizeof(struct nic_event) + 32, 1024);
+	nic_lpe_prefetch_hooks(sim);
+	nic_eq_prefetch_hooks(sim);
+	nic_initiator_prefetch_hooks(sim);
+	nic_cmdq_prefetch_hooks(sim);
 	read_params(w, c);
 	read_pools(w, c);
 	read_services(w, c);

@@ -388,6 +388,12 @@ struct nic_work {
 _Static_assert(sizeof(struct nic_work) <= 128, "a work item is two cache lines");
 
 /* ---------------------------------------------------------------- internal API between files */
+/* Prefetch hooks (sim_prefetch_hook) of the NIC's busiest handlers, one function per file, registered at
+ * build: each fetches the record its handler reaches first after the event's own object. */
+void nic_lpe_prefetch_hooks(struct sim *sim);
+void nic_eq_prefetch_hooks(struct sim *sim);
+void nic_initiator_prefetch_hooks(struct sim *sim);
+void nic_cmdq_prefetch_hooks(struct sim *sim);
 struct nic_counters;
 void nic_activate(struct nic *nic);
 void nic_count_limit(struct nic *nic);

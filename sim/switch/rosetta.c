@@ -486,3 +486,16 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 	else if (!op->kick_armed || op->credit_wait)
 		switch_kick(d, op); /* sends now, or arms a kick for when the link frees or a credit arrives */
 }
+
+/* df_ev_arrive(df, pkt): the switch the packet arrives at (its record and port table). */
+static void arrive_prefetch(const void *obj, uint64_t arg)
+{
+	const struct df *d = obj;
+	const struct df_pkt *pkt = (const struct df_pkt *)(uintptr_t)arg;
+	__builtin_prefetch(d->sw[pkt->sw]);
+}
+
+void df_switch_prefetch_hooks(struct sim *sim)
+{
+	sim_prefetch_hook(sim, df_ev_arrive, arrive_prefetch);
+}

@@ -177,3 +177,59 @@ Test(engine_queue, requested_stop_and_past_schedule_rejected)
 	cr_assert_eq(sim_pending(sim), 1);
 	sim_destroy(sim);
 }
+
+/* Prefetch hooks: called for events of their handler only (each at most once), shortly before they run
+ * (events far enough ahead to reach the queue's sorted run, as nearly all do in a large model), with their obj
+ * and arg; the run (order, times, count) is the same with and without them. */
+static uint64_t hook_calls, hook_wrong;
+static void hooked(struct sim *sim, void *obj, uint64_t arg)
+{
+	(void)sim;
+	(*(uint64_t *)obj) += arg;
+}
+static void unhooked(struct sim *sim, void *obj, uint64_t arg)
+{
+	(void)sim;
+	(*(uint64_t *)obj) ^= arg * 0x9e3779b97f4a7c15ULL;
+}
+static void hook_pf(const void *obj, uint64_t arg)
+{
+	hook_calls++;
+	hook_wrong += arg >= 1000 || obj == NULL;
+	__builtin_prefetch(obj);
+}
+
+static uint64_t run_mixed(bool hook, uint64_t *events, simtime_t *end)
+{
+	struct sim *s = sim_create(7);
+	if (hook) {
+		sim_prefetch_hook(s, hooked, hook_pf);
+		sim_prefetch_hook(s, hooked, hook_pf); /* twice: harmless */
+	}
+	uint64_t acc = 0;
+	struct rng r;
+	rng_init(&r, 3, "hooks");
+	for (uint64_t i = 0; i < 2000; i++)
+		sim_schedule(s, 10000 + rng_below(&r, 1000000), i % 2 ? hooked : unhooked, &acc, i % 2 ? i / 2 : i + 1000);
+	sim_run(s);
+	*events = sim_events_processed(s);
+	*end = sim_now(s);
+	sim_destroy(s);
+	return acc;
+}
+
+Test(engine_queue, prefetch_hooks_see_their_handler_only_and_change_nothing)
+{
+	uint64_t ev0, ev1;
+	simtime_t t0, t1;
+	hook_calls = hook_wrong = 0;
+	uint64_t a0 = run_mixed(false, &ev0, &t0);
+	cr_assert_eq(hook_calls, 0);
+	uint64_t a1 = run_mixed(true, &ev1, &t1);
+	cr_assert_eq(a0, a1);
+	cr_assert_eq(ev0, ev1);
+	cr_assert_eq(t0, t1);
+	cr_assert_gt(hook_calls, 500, "hook called %llu times for 1,000 hooked events", (unsigned long long)hook_calls);
+	cr_assert_leq(hook_calls, 1000, "%llu calls: an entry offered twice", (unsigned long long)hook_calls);
+	cr_assert_eq(hook_wrong, 0, "a hook saw another handler's event");
+}

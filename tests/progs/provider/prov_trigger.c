@@ -299,6 +299,11 @@ static void deferred_work(void)
 	xm.context = NULL;
 	T_CHECK(fi_writemsg(t.ep, &xm, FI_TRIGGER) == -FI_EINVAL, "FI_TRIGGER without a context: -FI_EINVAL");
 
+	struct fi_cxi_dom_ops *dops;
+	size_t depth = 0;
+	T_OK(fi_open_ops(&t.dom->fid, FI_CXI_DOM_OPS_5, 0, (void **)&dops, NULL));
+	T_CHECK(dops->get_dwq_depth(&t.dom->fid, &depth) == 0 && depth == 2040,
+		"dwq depth %zu: 2048 TLEs less upstream's 8 reserved", depth);
 	/* The NIC's trigger list holds 2048 entries (C_NUM_TLES): the next is -FI_ENOSPC; a flush frees them. */
 	struct fid_cntr *t3 = cntr_open(&t);
 	wf.triggering_cntr = t3;
