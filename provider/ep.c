@@ -264,6 +264,20 @@ static uint32_t open_flags(const struct cxip_ep *ep)
 	return f;
 }
 
+/* An alias is a copy of its endpoint's state with its own op flags (fi_ep_alias, below). */
+static void alias_refresh(struct cxip_ep *a)
+{
+	struct cxip_ep keep = *a;
+	memcpy(a, a->alias_of, sizeof(*a));
+	a->ep_fid = keep.ep_fid;
+	a->alias_of = keep.alias_of;
+	a->aliases = NULL;
+	a->alias_next = keep.alias_next;
+	a->tx_op_flags = keep.tx_op_flags;
+	a->rx_op_flags = keep.rx_op_flags;
+	atomic_store(&a->ref, 0);
+}
+
 static int ep_enable(struct cxip_ep *ep)
 {
 	struct cxip_domain *dom = ep->dom;
@@ -327,6 +341,8 @@ static int ep_enable(struct cxip_ep *ep)
 	ep->pid = rep.pid;
 	ep->enabled = true;
 	cxip_domain_ep_enabled(dom, ep);
+	for (struct cxip_ep *a = ep->aliases; a; a = a->alias_next)
+		alias_refresh(a);
 	return 0;
 }
 
@@ -368,12 +384,32 @@ static int ep_set_val(struct cxip_ep *ep, int name, void *val)
 	}
 }
 
+/* FI_GETOPSFLAG / FI_SETOPSFLAG: the default op flags of one direction (FI_TRANSMIT or FI_RECV, not both). */
+static int ep_opsflag(struct cxip_ep *ep, int command, uint64_t *f)
+{
+	if (!f || ((*f & FI_TRANSMIT) && (*f & FI_RECV)) || !(*f & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EINVAL;
+	if (command == FI_GETOPSFLAG)
+		*f = (*f & FI_TRANSMIT) ? ep->tx_op_flags : ep->rx_op_flags;
+	else if (*f & FI_TRANSMIT)
+		ep->tx_op_flags = *f & ~FI_TRANSMIT;
+	else
+		ep->rx_op_flags = *f & ~FI_RECV;
+	return 0;
+}
+
 /* fi_ep_alias: another fid for the same endpoint with its own default op flags (FI_TRANSMIT or FI_RECV
  * and the flags, as FI_SETOPSFLAG takes them; e.g. FI_TRANSMIT | FI_TRIGGER).  The alias shares the
- * endpoint's queue; it is made of an enabled endpoint (a copy of its state) and closed before it. */
+ * endpoint's queue (cxip_ep_emit); it holds a copy of the endpoint's state, refreshed when the endpoint is
+ * enabled (bindings end there), and is closed before it. */
 static int alias_close(struct fid *fid)
 {
 	struct cxip_ep *a = (struct cxip_ep *)fid;
+	for (struct cxip_ep **pp = &a->alias_of->aliases; *pp; pp = &(*pp)->alias_next)
+		if (*pp == a) {
+			*pp = a->alias_next;
+			break;
+		}
 	atomic_fetch_sub(&a->alias_of->ref, 1);
 	free(a);
 	return 0;
@@ -381,18 +417,9 @@ static int alias_close(struct fid *fid)
 
 static int alias_control(struct fid *fid, int command, void *arg)
 {
-	struct cxip_ep *a = (struct cxip_ep *)fid;
-	uint64_t *f = arg;
-	if ((command != FI_GETOPSFLAG && command != FI_SETOPSFLAG) || !f || ((*f & FI_TRANSMIT) && (*f & FI_RECV)) ||
-	    !(*f & (FI_TRANSMIT | FI_RECV)))
+	if (command != FI_GETOPSFLAG && command != FI_SETOPSFLAG)
 		return -FI_EINVAL;
-	if (command == FI_GETOPSFLAG)
-		*f = (*f & FI_TRANSMIT) ? a->tx_op_flags : a->rx_op_flags;
-	else if (*f & FI_TRANSMIT)
-		a->tx_op_flags = *f & ~FI_TRANSMIT;
-	else
-		a->rx_op_flags = *f & ~FI_RECV;
-	return 0;
+	return ep_opsflag((struct cxip_ep *)fid, command, arg);
 }
 
 static int alias_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
@@ -415,8 +442,6 @@ static int ep_alias(struct cxip_ep *ep, struct fi_alias *al)
 		return -FI_EINVAL;
 	if (ep->alias_of)
 		ep = ep->alias_of;
-	if (!ep->enabled)
-		return -FI_EOPBADSTATE;
 	uint64_t f = al->flags;
 	if (((f & FI_TRANSMIT) && (f & FI_RECV)) || !(f & (FI_TRANSMIT | FI_RECV)))
 		return -FI_EINVAL;
@@ -429,12 +454,14 @@ static int ep_alias(struct cxip_ep *ep, struct fi_alias *al)
 		return -FI_ENOMEM;
 	memcpy(a, ep, sizeof(*a));
 	a->alias_of = ep;
-	atomic_store(&a->ref, 0);
 	a->ep_fid.fid.ops = &alias_fid_ops;
 	if (f & FI_TRANSMIT)
 		a->tx_op_flags = f & ~FI_TRANSMIT;
 	else
 		a->rx_op_flags = f & ~FI_RECV;
+	a->alias_next = ep->aliases;
+	ep->aliases = a;
+	alias_refresh(a);
 	atomic_fetch_add(&ep->ref, 1);
 	*al->fid = &a->ep_fid.fid;
 	return 0;
@@ -446,34 +473,9 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	switch (command) {
 	case FI_ENABLE:
 		return ep_enable(ep);
-	case FI_GETOPSFLAG: {
-		uint64_t *f = arg;
-		if (!f)
-			return -FI_EINVAL;
-		if ((*f & FI_TRANSMIT) && (*f & FI_RECV))
-			return -FI_EINVAL;
-		if (*f & FI_TRANSMIT)
-			*f = ep->tx_op_flags;
-		else if (*f & FI_RECV)
-			*f = ep->rx_op_flags;
-		else
-			return -FI_EINVAL;
-		return 0;
-	}
-	case FI_SETOPSFLAG: {
-		uint64_t *f = arg;
-		if (!f)
-			return -FI_EINVAL;
-		if ((*f & FI_TRANSMIT) && (*f & FI_RECV))
-			return -FI_EINVAL;
-		if (*f & FI_TRANSMIT)
-			ep->tx_op_flags = *f & ~FI_TRANSMIT;
-		else if (*f & FI_RECV)
-			ep->rx_op_flags = *f & ~FI_RECV;
-		else
-			return -FI_EINVAL;
-		return 0;
-	}
+	case FI_GETOPSFLAG:
+	case FI_SETOPSFLAG:
+		return ep_opsflag(ep, command, arg);
 	case FI_SET_VAL: {
 		struct fi_fid_var *v = arg;
 		if (!v)

@@ -21,10 +21,11 @@
  *   - sleeping in nanosleep/clock_nanosleep (a sleep the clock interposer did not turn into virtual
  *     time): its clock follows the wall clock, so virtual time goes on at the wall clock's pace, as in
  *     realtime mode, while it sleeps (emulation.stalls_paced);
- *   - anything else -- blocked outside the provider (a pipe or socket read, a lock, pthread_join), or
- *     computing while CPU time is free (cpu_scale 0; only after 50 x stall_timeout, so a thread merely
- *     descheduled on a loaded host is waited for): it is treated as idle, time goes on without it
- *     (emulation.stalls).  A thread between stamping a command and queueing it is never stalled.
+ *   - blocked outside the provider (a pipe or socket read, a lock, pthread_join): its clock follows the
+ *     wall clock as well (emulation.stalls), so time goes on without it but no faster than real time --
+ *     a virtual timeout elsewhere does not expire at once while it is about to act;
+ *   - computing while CPU time is free (cpu_scale 0; only after 50 x stall_timeout, so a thread merely
+ *     descheduled on a loaded host is waited for): it is treated as idle, time goes on without it.  A thread between stamping a command and queueing it is never stalled.
  * Either way the thread is marked `stalled`, and when it next enters the provider its clock jumps to the
  * daemon's horizon, so it never issues a command in the engine's past.  No thread holds the others back
  * for more than stall_timeout of wall time per episode.
@@ -432,16 +433,20 @@ static void stall_check_client(struct daemon *d, struct client *c, double wall, 
 		if (!mark_stalled(t, v))
 			continue;
 		/* A running or runnable thread is computing, never sleeping (its /proc syscall file cannot be
-		 * read while it runs). */
-		bool sleeping = (!known || st != 'R') && thread_in_sleep(c->pid, t->tid);
-		v->pace = sleeping ? PACE_WALL : PACE_NONE;
+		 * read while it runs).  A blocked one -- in a real sleep, or on a pipe, a socket, a lock -- has its
+		 * clock follow the wall clock too: time goes on without it, but no faster than real time, so a
+		 * virtual timeout of another thread does not expire at once while this one is about to act on
+		 * something outside the simulation (a pipe handshake, then a send). */
+		bool blocked = !known || st != 'R';
+		bool sleeping = blocked && thread_in_sleep(c->pid, t->tid);
+		v->pace = blocked ? PACE_WALL : PACE_NONE;
 		v->eff = clk;
 		v->seen_wall = wall;
 		(*(sleeping ? d->st_stalls_paced : d->st_stalls))++;
 		if (!d->quiet)
 			fprintf(stderr, "cxisimd: client %u (pid %d) thread %d holds virtual time without entering the "
 				"provider (state %c): %s until it does\n", c->id, (int)c->pid, (int)t->tid, st,
-				v->pace == PACE_WALL ? "sleeping, its clock follows the wall clock" : "time goes on without it");
+				v->pace == PACE_WALL ? "blocked, its clock follows the wall clock" : "time goes on without it");
 	}
 }
 

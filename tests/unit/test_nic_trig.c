@@ -51,6 +51,16 @@ static uint64_t ct_val(struct hwep *e, uint32_t ctn)
 
 #define TRIG_NIC(extra) "{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 2}, \"nic\": {\"trig_release_ns\": 100" extra "}}"
 
+/* A simulation of two NICs, one endpoint on NIC 0 with a CT. */
+static struct tsim one_ep(const char *json, struct hwep *a, uint32_t *ct)
+{
+	struct tsim t = tsim_new(json, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	hwep_open(a, t.sim, 0, 10, 4, &o, 64);
+	cr_assert_eq(nic_ct_alloc(a->lni, NULL, NULL, ct), 0);
+	return t;
+}
+
 /* A triggered Put moves no data until the count reaches its threshold, and moves it then. */
 Test(nic_trig, put_fires_exactly_at_its_threshold)
 {
@@ -100,12 +110,9 @@ Test(nic_trig, put_fires_exactly_at_its_threshold)
  * queue order and the 3, then the 4s in queue order and the 5; each trig_release_ns after the previous. */
 Test(nic_trig, threshold_order_then_queue_order_one_release_time_apart)
 {
-	struct tsim t = tsim_new(TRIG_NIC(""), 1);
-	struct nic_pte_opts o = { .is_matching = true };
 	struct hwep a;
-	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
 	uint32_t ct;
-	cr_assert_eq(nic_ct_alloc(a.lni, NULL, NULL, &ct), 0);
+	struct tsim t = one_ep(TRIG_NIC(""), &a, &ct);
 	struct fired f = { .sim = t.sim };
 	static const uint64_t thr[] = { 5, 2, 4, 2, 4, 3 };
 	struct tag tags[6];
@@ -139,12 +146,9 @@ Test(nic_trig, threshold_order_then_queue_order_one_release_time_apart)
  * threshold 0; a CT_SET that lowers the count releases nothing. */
 Test(nic_trig, count_already_past_releases_at_once)
 {
-	struct tsim t = tsim_new(TRIG_NIC(""), 1);
-	struct nic_pte_opts o = { .is_matching = true };
 	struct hwep a;
-	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
 	uint32_t ct;
-	cr_assert_eq(nic_ct_alloc(a.lni, NULL, NULL, &ct), 0);
+	struct tsim t = one_ep(TRIG_NIC(""), &a, &ct);
 	ct_cmd(&a, NIC_CMD_CT_SET, ct, 10);
 	sim_run(t.sim);
 	struct fired f = { .sim = t.sim };
@@ -244,12 +248,9 @@ Test(nic_trig, limits_of_the_nic_and_of_a_service)
  * later count reaching the thresholds releases nothing.  Freeing a CT or its LNI drops its entries too. */
 Test(nic_trig, cancel_and_free_drop_held_entries)
 {
-	struct tsim t = tsim_new(TRIG_NIC(""), 1);
-	struct nic_pte_opts o = { .is_matching = true };
 	struct hwep a;
-	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
 	uint32_t ct, ct2;
-	cr_assert_eq(nic_ct_alloc(a.lni, NULL, NULL, &ct), 0);
+	struct tsim t = one_ep(TRIG_NIC(""), &a, &ct);
 	cr_assert_eq(nic_ct_alloc(a.lni, NULL, NULL, &ct2), 0);
 	struct fired f = { .sim = t.sim };
 	struct tag tg = { &f, 0 };

@@ -250,6 +250,7 @@ struct srv {
 	uint8_t bulk[64][64];
 	int answers;  /* responses per request (2: a faulty server) */
 	uint64_t requests, bulk_bad;
+	uint64_t len_min, len_max; /* request lengths seen */
 	struct sw_addr pending_src[64];
 	uint64_t pending_tag[64];
 	struct req pending[64];
@@ -279,6 +280,10 @@ static void srv_comp(void *ctx, struct sw_ep *ep, const struct sw_comp *c)
 	cr_assert_eq(c->err, 0, "server completion error %d", c->err);
 	if (c->flags & FI_RECV) {
 		s->requests++;
+		if (!s->len_min || c->len < s->len_min)
+			s->len_min = c->len;
+		if (c->len > s->len_max)
+			s->len_max = c->len;
 		uint8_t *buf = c->op_context;
 		struct req r;
 		memcpy(&r, buf, sizeof(r));
@@ -383,6 +388,18 @@ static struct json_object *run_replay_with(int answers, int procs, int per_proc,
 static struct json_object *run_replay(int answers, int procs, int per_proc, int in_flight)
 {
 	return run_replay_with(answers, procs, per_proc, in_flight, "");
+}
+
+/* sizes: capture (the default) sends each request as long as captured (40 B here); sizes: scenario sends
+ * request_bytes (the captured payload, then zeros). */
+Test(replay_engine, request_sizes_from_the_capture_or_the_scenario)
+{
+	json_object_put(run_replay_with(1, 4, 3, 1, ""));
+	cr_assert_eq(g_srv->len_min, 40);
+	cr_assert_eq(g_srv->len_max, 40);
+	json_object_put(run_replay_with(1, 4, 3, 1, ", \"sizes\": \"scenario\", \"request_bytes\": 56"));
+	cr_assert_eq(g_srv->len_min, 56);
+	cr_assert_eq(g_srv->len_max, 56);
 }
 
 /* The in-flight window: against a server that never answers, each client sends exactly in_flight requests

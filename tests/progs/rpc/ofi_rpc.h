@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -76,6 +78,34 @@ static inline double rpc_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The real clock and a real sleep, for waits on things outside the simulation (another process's file).
+ * Under `cxisim exec` in virtual time, clock_gettime and usleep are virtual: with nothing else pending, a
+ * loop of virtual sleeps runs through any timeout in a few milliseconds of wall time.  Raw system calls
+ * pass the clock interposer. */
+static inline long rpc_raw_syscall2(long nr, long a, long b)
+{
+#if defined(__x86_64__)
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b) : "rcx", "r11", "memory");
+	return r;
+#else
+	return syscall(nr, a, b);
+#endif
+}
+
+static inline double rpc_real_now(void)
+{
+	struct timespec ts = { 0, 0 };
+	rpc_raw_syscall2(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void rpc_real_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	rpc_raw_syscall2(SYS_nanosleep, (long)&ts, 0);
 }
 
 struct rpc_fab {

@@ -32,14 +32,15 @@ static uint64_t pull_key, push_key;
 
 static void read_server(const char *path)
 {
-	double end = rpc_now() + 30;
+	/* The server is another process, outside the simulation: wait in real time (rpc_real_now). */
+	double end = rpc_real_now() + 30;
 	FILE *fp;
 	while (!(fp = fopen(path, "r"))) {
-		if (rpc_now() > end) {
+		if (rpc_real_now() > end) {
 			fprintf(stderr, "ofi_rpc_client: no server name in %s\n", path);
 			exit(1);
 		}
-		usleep(10000);
+		rpc_real_sleep_ms(10);
 	}
 	unsigned char name[8] = { 0 };
 	unsigned v;
