@@ -434,6 +434,7 @@ struct cxip_ep {
 	struct cxip_ep *dom_next;
 	struct cxip_mr *mrs;     /* bound MRs (for close ordering) */
 	struct cxip_ep *alias_of; /* fi_ep_alias: the endpoint whose queue and state this one uses */
+	struct cxip_ep *aliases, *alias_next; /* the endpoint's aliases (refreshed when it is enabled) */
 };
 
 /* libfabric's generic fi_getinfo rules (info_attr.c): whether an offer admits the hints, the narrowing

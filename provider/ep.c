@@ -264,6 +264,20 @@ static uint32_t open_flags(const struct cxip_ep *ep)
 	return f;
 }
 
+/* An alias is a copy of its endpoint's state with its own op flags (fi_ep_alias, below). */
+static void alias_refresh(struct cxip_ep *a)
+{
+	struct cxip_ep keep = *a;
+	memcpy(a, a->alias_of, sizeof(*a));
+	a->ep_fid = keep.ep_fid;
+	a->alias_of = keep.alias_of;
+	a->aliases = NULL;
+	a->alias_next = keep.alias_next;
+	a->tx_op_flags = keep.tx_op_flags;
+	a->rx_op_flags = keep.rx_op_flags;
+	atomic_store(&a->ref, 0);
+}
+
 static int ep_enable(struct cxip_ep *ep)
 {
 	struct cxip_domain *dom = ep->dom;
@@ -327,6 +341,8 @@ static int ep_enable(struct cxip_ep *ep)
 	ep->pid = rep.pid;
 	ep->enabled = true;
 	cxip_domain_ep_enabled(dom, ep);
+	for (struct cxip_ep *a = ep->aliases; a; a = a->alias_next)
+		alias_refresh(a);
 	return 0;
 }
 
@@ -384,10 +400,16 @@ static int ep_opsflag(struct cxip_ep *ep, int command, uint64_t *f)
 
 /* fi_ep_alias: another fid for the same endpoint with its own default op flags (FI_TRANSMIT or FI_RECV
  * and the flags, as FI_SETOPSFLAG takes them; e.g. FI_TRANSMIT | FI_TRIGGER).  The alias shares the
- * endpoint's queue; it is made of an enabled endpoint (a copy of its state) and closed before it. */
+ * endpoint's queue (cxip_ep_emit); it holds a copy of the endpoint's state, refreshed when the endpoint is
+ * enabled (bindings end there), and is closed before it. */
 static int alias_close(struct fid *fid)
 {
 	struct cxip_ep *a = (struct cxip_ep *)fid;
+	for (struct cxip_ep **pp = &a->alias_of->aliases; *pp; pp = &(*pp)->alias_next)
+		if (*pp == a) {
+			*pp = a->alias_next;
+			break;
+		}
 	atomic_fetch_sub(&a->alias_of->ref, 1);
 	free(a);
 	return 0;
@@ -420,8 +442,6 @@ static int ep_alias(struct cxip_ep *ep, struct fi_alias *al)
 		return -FI_EINVAL;
 	if (ep->alias_of)
 		ep = ep->alias_of;
-	if (!ep->enabled)
-		return -FI_EOPBADSTATE;
 	uint64_t f = al->flags;
 	if (((f & FI_TRANSMIT) && (f & FI_RECV)) || !(f & (FI_TRANSMIT | FI_RECV)))
 		return -FI_EINVAL;
@@ -434,12 +454,14 @@ static int ep_alias(struct cxip_ep *ep, struct fi_alias *al)
 		return -FI_ENOMEM;
 	memcpy(a, ep, sizeof(*a));
 	a->alias_of = ep;
-	atomic_store(&a->ref, 0);
 	a->ep_fid.fid.ops = &alias_fid_ops;
 	if (f & FI_TRANSMIT)
 		a->tx_op_flags = f & ~FI_TRANSMIT;
 	else
 		a->rx_op_flags = f & ~FI_RECV;
+	a->alias_next = ep->aliases;
+	ep->aliases = a;
+	alias_refresh(a);
 	atomic_fetch_add(&ep->ref, 1);
 	*al->fid = &a->ep_fid.fid;
 	return 0;
