@@ -21,9 +21,9 @@
  *   - sleeping in nanosleep/clock_nanosleep (a sleep the clock interposer did not turn into virtual
  *     time): its clock follows the wall clock, so virtual time goes on at the wall clock's pace, as in
  *     realtime mode, while it sleeps (emulation.stalls_paced);
- *   - blocked outside the provider (a pipe or socket read, a lock, pthread_join): its clock follows the
- *     wall clock as well (emulation.stalls), so time goes on without it but no faster than real time --
- *     a virtual timeout elsewhere does not expire at once while it is about to act;
+ *   - blocked outside the provider (a pipe or socket read, a lock, pthread_join): time goes on without it
+ *     (emulation.stalls), but other threads' deadlines come no faster than the wall clock meanwhile, so a
+ *     virtual timeout elsewhere does not expire at once while it is about to act;
  *   - computing while CPU time is free (cpu_scale 0; only after 50 x stall_timeout, so a thread merely
  *     descheduled on a loaded host is waited for): it is treated as idle, time goes on without it.  A thread between stamping a command and queueing it is never stalled.
  * Either way the thread is marked `stalled`, and when it next enters the provider its clock jumps to the
@@ -46,7 +46,7 @@
 #include "daemon.h"
 
 /* The daemon's view of one thread slot. */
-enum vslot_pace { PACE_OWN, PACE_CPU, PACE_WALL, PACE_NONE };
+enum vslot_pace { PACE_OWN, PACE_CPU, PACE_WALL, PACE_BLOCKED, PACE_NONE };
 struct vslot {
 	uint32_t seen_seq;   /* pub_seq when the clock last moved */
 	bool was_busy;
@@ -59,8 +59,8 @@ struct vslot {
 static simtime_t effective_clock(const struct vslot *v, simtime_t clk, double wall)
 {
 	simtime_t e = v->pace == PACE_CPU ? v->eff
-		    : v->pace == PACE_WALL ? v->eff + (simtime_t)((wall - v->seen_wall) * 1e12)
-					   : 0;
+		    : v->pace == PACE_WALL || v->pace == PACE_BLOCKED ? v->eff + (simtime_t)((wall - v->seen_wall) * 1e12)
+								      : 0;
 	return e > clk ? e : clk;
 }
 
@@ -138,8 +138,10 @@ void vclock_request_done(struct client *c)
 }
 
 /* Earliest clock of the busy threads (tb) and deadline of the idle ones (td); idle threads whose deadline
- * has come are woken. */
-static void scan_client(struct daemon *d, struct client *c, double wall, simtime_t *tb, simtime_t *td)
+ * has come are woken.  tw: the earliest wall-paced clock of the threads stalled blocked outside the
+ * provider, which bounds how fast deadlines come (not events). */
+static void scan_client(struct daemon *d, struct client *c, double wall, simtime_t *tb, simtime_t *td,
+			simtime_t *tw)
 {
 	simtime_t now = sim_now(d->sim);
 	uint32_t n = slots_in_use(c);
@@ -173,6 +175,12 @@ static void scan_client(struct daemon *d, struct client *c, double wall, simtime
 		}
 		if (v->pace == PACE_NONE)
 			continue; /* stalled outside the provider: time goes on without it */
+		if (v->pace == PACE_BLOCKED) {
+			simtime_t w = effective_clock(v, clk, wall);
+			if (w < *tw)
+				*tw = w;
+			continue;
+		}
 		if (v->pace != PACE_OWN)
 			clk = effective_clock(v, clk, wall);
 		if (clk < *tb)
@@ -233,10 +241,17 @@ static simtime_t run_commands(struct daemon *d)
 
 static void scan_all(struct daemon *d, double wall, simtime_t *tb, simtime_t *td)
 {
+	simtime_t tw = UINT64_MAX;
 	*tb = *td = UINT64_MAX;
 	for (struct client *c = d->clients; c; c = c->next)
 		if (client_live(c))
-			scan_client(d, c, wall, tb, td);
+			scan_client(d, c, wall, tb, td, &tw);
+	/* A thread blocked outside the provider lets time go on (events, commands) but deadlines come no
+	 * faster than the wall clock while it is blocked. */
+	if (*td != UINT64_MAX && tw < *td) {
+		simtime_t now = sim_now(d->sim);
+		*td = tw > now ? tw : now;
+	}
 }
 
 static void set_waiting(struct daemon *d, uint32_t on, simtime_t want)
@@ -402,7 +417,7 @@ static void stall_check_client(struct daemon *d, struct client *c, double wall, 
 		struct pcb_thread *t = &c->pcb->threads[i];
 		struct vslot *v = &c->vs[i];
 		if (atomic_load(&t->state) != PCB_THREAD_BUSY || !v->was_busy || v->pace == PACE_WALL ||
-		    v->pace == PACE_NONE)
+		    v->pace == PACE_BLOCKED || v->pace == PACE_NONE)
 			continue;
 		simtime_t clk = effective_clock(v, atomic_load(&t->vclock_ps), wall);
 		if (clk >= horizon || wall - v->seen_wall < d->emu->stall_timeout_s)
@@ -433,20 +448,22 @@ static void stall_check_client(struct daemon *d, struct client *c, double wall, 
 		if (!mark_stalled(t, v))
 			continue;
 		/* A running or runnable thread is computing, never sleeping (its /proc syscall file cannot be
-		 * read while it runs).  A blocked one -- in a real sleep, or on a pipe, a socket, a lock -- has its
-		 * clock follow the wall clock too: time goes on without it, but no faster than real time, so a
-		 * virtual timeout of another thread does not expire at once while this one is about to act on
-		 * something outside the simulation (a pipe handshake, then a send). */
+		 * read while it runs).  A blocked one -- on a pipe, a socket, a lock -- lets time go on without
+		 * it, but the deadlines of other threads come no faster than the wall clock (scan_all), so a
+		 * virtual timeout does not expire at once while it is about to act on something outside the
+		 * simulation (a pipe handshake, then a send). */
 		bool blocked = !known || st != 'R';
 		bool sleeping = blocked && thread_in_sleep(c->pid, t->tid);
-		v->pace = blocked ? PACE_WALL : PACE_NONE;
+		v->pace = sleeping ? PACE_WALL : blocked ? PACE_BLOCKED : PACE_NONE;
 		v->eff = clk;
 		v->seen_wall = wall;
 		(*(sleeping ? d->st_stalls_paced : d->st_stalls))++;
 		if (!d->quiet)
 			fprintf(stderr, "cxisimd: client %u (pid %d) thread %d holds virtual time without entering the "
 				"provider (state %c): %s until it does\n", c->id, (int)c->pid, (int)t->tid, st,
-				v->pace == PACE_WALL ? "blocked, its clock follows the wall clock" : "time goes on without it");
+				v->pace == PACE_WALL ? "sleeping, its clock follows the wall clock"
+				: v->pace == PACE_BLOCKED ? "blocked, time goes on without it, deadlines at the wall clock's pace"
+							  : "time goes on without it");
 	}
 }
 
