@@ -110,6 +110,8 @@ enum pcb_thread_state {
 
 #define PCB_WAIT_ANY 0u            /* wait_id: anything visible to the process wakes the thread */
 #define PCB_WAIT_NONE 0xffffffffu  /* wait_id: only its deadline or its own process wakes it */
+#define PCB_WAIT_REQUEST 0xfffffffeu /* wait_id: making a control request (woken with the reply); until the
+				      * daemon has it, the engine does not pass the thread's clock */
 
 struct pcb_thread {
 	_Atomic uint32_t state;
