@@ -210,6 +210,7 @@ struct daemon {
 	ev_timer step_timer;
 	ev_timer stall_timer; /* virtual: the stall rule's check, and full event queues' retry */
 	bool vrun_active, vrun_again;
+	simtime_t vblocked_ps;  /* virtual mode: the earliest wall-paced clock of a thread blocked outside the provider */
 	ev_signal sigterm, sigint;
 	double t0_wall;
 	struct client *clients;

@@ -22,8 +22,8 @@
  *     time): its clock follows the wall clock, so virtual time goes on at the wall clock's pace, as in
  *     realtime mode, while it sleeps (emulation.stalls_paced);
  *   - blocked outside the provider (a pipe or socket read, a lock, pthread_join): time goes on without it
- *     (emulation.stalls), but other threads' deadlines come no faster than the wall clock meanwhile, so a
- *     virtual timeout elsewhere does not expire at once while it is about to act;
+ *     (emulation.stalls), but no faster than the wall clock, so a virtual timeout or retry budget
+ *     elsewhere does not run out at once while it is about to act; with nothing to do, time stays;
  *   - computing while CPU time is free (cpu_scale 0; only after 50 x stall_timeout, so a thread merely
  *     descheduled on a loaded host is waited for): it is treated as idle, time goes on without it.  A thread between stamping a command and queueing it is never stalled.
  * Either way the thread is marked `stalled`, and when it next enters the provider its clock jumps to the
@@ -140,7 +140,7 @@ void vclock_request_done(struct client *c)
 
 /* Earliest clock of the busy threads (tb) and deadline of the idle ones (td); idle threads whose deadline
  * has come are woken.  tw: the earliest wall-paced clock of the threads stalled blocked outside the
- * provider, which bounds how fast deadlines come (not events). */
+ * provider (clamp_blocked). */
 static void scan_client(struct daemon *d, struct client *c, double wall, simtime_t *tb, simtime_t *td,
 			simtime_t *tw)
 {
@@ -259,12 +259,18 @@ static void scan_all(struct daemon *d, double wall, simtime_t *tb, simtime_t *td
 	for (struct client *c = d->clients; c; c = c->next)
 		if (client_live(c))
 			scan_client(d, c, wall, tb, td, &tw);
-	/* A thread blocked outside the provider lets time go on (events, commands) but deadlines come no
-	 * faster than the wall clock while it is blocked. */
-	if (*td != UINT64_MAX && tw < *td) {
-		simtime_t now = sim_now(d->sim);
-		*td = tw > now ? tw : now;
-	}
+	d->vblocked_ps = tw;
+}
+
+/* While a thread is blocked outside the provider, time goes on without it, but no faster than the wall
+ * clock: the engine's next stop is clamped to its wall-paced clock.  With nothing to do the engine does not
+ * move at all (a brief block costs no virtual time). */
+static simtime_t clamp_blocked(struct daemon *d, simtime_t target)
+{
+	simtime_t now = sim_now(d->sim), tw = d->vblocked_ps;
+	if (target == UINT64_MAX || target <= tw)
+		return target;
+	return tw > now ? tw : now;
 }
 
 static void set_waiting(struct daemon *d, uint32_t on, simtime_t want)
@@ -319,7 +325,7 @@ void vclock_run(struct daemon *d)
 		simtime_t want = tcmd < td ? tcmd : td;
 		if (te < want)
 			want = te;
-		simtime_t target = tb < want ? tb : want;
+		simtime_t target = clamp_blocked(d, tb < want ? tb : want);
 		if (target > now && target != UINT64_MAX) {
 			/* Dekker with a thread that wakes by itself: publish the horizon, then look at the busy
 			 * threads again; one that turned busy meanwhile either is seen here or starts at the
@@ -462,9 +468,9 @@ static void stall_check_client(struct daemon *d, struct client *c, double wall, 
 			continue;
 		/* A running or runnable thread is computing, never sleeping (its /proc syscall file cannot be
 		 * read while it runs).  A blocked one -- on a pipe, a socket, a lock -- lets time go on without
-		 * it, but the deadlines of other threads come no faster than the wall clock (scan_all), so a
-		 * virtual timeout does not expire at once while it is about to act on something outside the
-		 * simulation (a pipe handshake, then a send). */
+		 * it, but no faster than the wall clock (clamp_blocked), so a virtual timeout or a retry budget
+		 * does not run out at once while it is about to act on something outside the simulation (a pipe
+		 * handshake, then a send or a receive). */
 		bool blocked = !known || st != 'R';
 		bool sleeping = blocked && thread_in_sleep(c->pid, t->tid);
 		v->pace = sleeping ? PACE_WALL : blocked ? PACE_BLOCKED : PACE_NONE;
@@ -475,7 +481,7 @@ static void stall_check_client(struct daemon *d, struct client *c, double wall, 
 			fprintf(stderr, "cxisimd: client %u (pid %d) thread %d holds virtual time without entering the "
 				"provider (state %c): %s until it does\n", c->id, (int)c->pid, (int)t->tid, st,
 				v->pace == PACE_WALL ? "sleeping, its clock follows the wall clock"
-				: v->pace == PACE_BLOCKED ? "blocked, time goes on without it, deadlines at the wall clock's pace"
+				: v->pace == PACE_BLOCKED ? "blocked, time goes on without it at the wall clock's pace"
 							  : "time goes on without it");
 	}
 }

@@ -235,8 +235,12 @@ def _wait_for(pred, timeout=60):
 def test_signal_removes_temporary_run_directory(tmp_path, sig, status):
     path = write(tmp_path, "long.yaml.j2", LONG)
     out = tmp_path / "out"
+    # The front end starts with SIGINT at its default, as from a terminal: a shell starts background jobs
+    # (`make test &`, a CI runner's script) with SIGINT ignored, the child inherits that, and a program
+    # started with SIGINT ignored rightly keeps ignoring it -- the front end included.
     p = subprocess.Popen([sys.executable, CXISIM, "run", path, "--out", str(out), "--quiet"], cwd=tmp_path,
-                         env=dict(os.environ, CXISIM_BUILD=BUILD), stderr=subprocess.PIPE, text=True)
+                         env=dict(os.environ, CXISIM_BUILD=BUILD), stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert _wait_for(lambda: _engines_of(str(out))), "the engine did not start"
     p.send_signal(sig)  # to the front end only, as `kill` does (Ctrl-C would reach the engine as well)
     assert p.wait(timeout=60) == status, p.stderr.read()
