@@ -168,6 +168,36 @@ static void alias_trigger(struct fid_cntr *wcntr, struct fid_ep *alias)
 	char got[20] = { 0 };
 	rread(got, 19, 128);
 	T_CHECK(!strcmp(got, "Hello2 from Client!"), "the triggered write landed after the plain one: %s", got);
+	/* Settings made after the alias (upstream: op flags and message order are each fid's own, copied when the
+	 * alias is made; what lives in the shared endpoint object -- min_multi_recv, the RNR time, enable -- is
+	 * one for both fids). */
+	size_t mmr = 1234, got_mmr = 0, len = sizeof(got_mmr);
+	T_OK(fi_setopt(&t.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &mmr, sizeof(mmr)));
+	T_CHECK(fi_getopt(&alias->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got_mmr, &len) == 0 && got_mmr == 1234,
+		"min_multi_recv set on the endpoint afterwards is the alias's too: %zu", got_mmr);
+	mmr = 64;
+	T_OK(fi_setopt(&alias->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &mmr, sizeof(mmr)));
+	len = sizeof(got_mmr);
+	T_CHECK(fi_getopt(&t.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got_mmr, &len) == 0 && got_mmr == 64,
+		"and set through the alias, the endpoint's: %zu", got_mmr);
+	uint64_t epf = FI_TRANSMIT, nf = FI_TRANSMIT | FI_INJECT_COMPLETE;
+	T_OK(fi_control(&t.ep->fid, FI_GETOPSFLAG, &epf));
+	T_OK(fi_control(&t.ep->fid, FI_SETOPSFLAG, &nf));
+	flags = FI_TRANSMIT;
+	T_OK(fi_control(&alias->fid, FI_GETOPSFLAG, &flags));
+	T_CHECK((flags & FI_TRIGGER) && !(flags & FI_INJECT_COMPLETE),
+		"op flags set on the endpoint afterwards do not reach the alias (its own, as upstream): 0x%" PRIx64, flags);
+	epf |= FI_TRANSMIT;
+	T_OK(fi_control(&t.ep->fid, FI_SETOPSFLAG, &epf));
+	uint64_t order = FI_ORDER_SAS;
+	T_CHECK(fi_set_val(&alias->fid, FI_OPT_CXI_SET_MSG_ORDER, &order) == 0, "FI_SET_VAL message order on the alias");
+	order = 1ULL << 62;
+	T_CHECK(fi_set_val(&alias->fid, FI_OPT_CXI_SET_MSG_ORDER, &order) == -FI_EINVAL, "a bad one: -FI_EINVAL");
+	T_CHECK(fi_control(&alias->fid, FI_ENABLE, NULL) == 0, "FI_ENABLE through the alias (the endpoint's, enabled)");
+	T_CHECK(fi_control(&alias->fid, FI_ALIAS, NULL) == -FI_EINVAL, "FI_ALIAS without an fi_alias: -FI_EINVAL");
+	struct fid_ep *a3 = NULL;
+	T_CHECK(fi_ep_alias(alias, &a3, FI_RECV) == 0 && a3, "an alias of an alias (of the endpoint)");
+	T_OK(fi_close(&a3->fid));
 	T_OK(fi_close(&alias->fid));
 	struct fid_ep *a2;
 	T_CHECK(fi_ep_alias(t.ep, &a2, FI_TRANSMIT | FI_RECV) == -FI_EINVAL, "alias with both directions: -FI_EINVAL");
