@@ -131,6 +131,7 @@ struct cxip_environment {
 	int trunc_ok;
 	int disable_non_inject_msg_idc;
 	int enable_writedata;
+	int enable_trig_op_limit;
 	char *device_name;
 	int odp, force_odp;
 };

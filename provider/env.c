@@ -167,6 +167,8 @@ void cxip_env_init(void)
 		 &cxip_env.disable_non_inject_msg_idc);
 	env_bool("enable_writedata", "Enable dual MR entries for FI_WRITEDATA support (needs FI_MR_PROV_KEY)",
 		 &cxip_env.enable_writedata);
+	env_bool("enable_trig_op_limit", "Refuse deferred work (-FI_ENOSPC) past the service's TLEs less 8 "
+		 "instead of letting the trigger queue stall", &cxip_env.enable_trig_op_limit);
 	env_bool("odp", "Enables on-demand paging", &cxip_env.odp);
 	env_bool("force_odp", "Force use of on-demand paging", &cxip_env.force_odp);
 	if (cxip_env.force_odp)

@@ -275,6 +275,7 @@ static void alias_refresh(struct cxip_ep *a)
 	a->alias_next = keep.alias_next;
 	a->tx_op_flags = keep.tx_op_flags;
 	a->rx_op_flags = keep.rx_op_flags;
+	a->tx_msg_order = keep.tx_msg_order;
 	atomic_store(&a->ref, 0);
 }
 
@@ -415,11 +416,36 @@ static int alias_close(struct fid *fid)
 	return 0;
 }
 
+static int ep_alias(struct cxip_ep *ep, struct fi_alias *al);
+
+/* As upstream, an alias's op flags and message order are its own (copied from the endpoint when it is made,
+ * not changed by later settings of the endpoint); what upstream keeps in the shared endpoint object (the
+ * RNR retry time, min_multi_recv, enable) is the endpoint's, through either fid. */
 static int alias_control(struct fid *fid, int command, void *arg)
 {
-	if (command != FI_GETOPSFLAG && command != FI_SETOPSFLAG)
+	struct cxip_ep *a = (struct cxip_ep *)fid;
+	switch (command) {
+	case FI_GETOPSFLAG:
+	case FI_SETOPSFLAG:
+		return ep_opsflag(a, command, arg);
+	case FI_ENABLE:
+		return ep_enable(a->alias_of);
+	case FI_ALIAS:
+		return ep_alias(a, arg);
+	case FI_SET_VAL: {
+		struct fi_fid_var *v = arg;
+		if (!v)
+			return -FI_EINVAL;
+		return ep_set_val(v->name == FI_OPT_CXI_SET_MSG_ORDER ? a : a->alias_of, v->name, v->val);
+	}
+	case FI_OPT_CXI_SET_MSG_ORDER:
+		return ep_set_val(a, command, arg);
+	case FI_OPT_CXI_SET_TCLASS:
+	case FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME:
+		return ep_set_val(a->alias_of, command, arg);
+	default:
 		return -FI_EINVAL;
-	return ep_opsflag((struct cxip_ep *)fid, command, arg);
+	}
 }
 
 static int alias_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
@@ -496,6 +522,8 @@ static int ep_control(struct fid *fid, int command, void *arg)
 static int ep_getopt(struct fid *fid, int level, int optname, void *optval, size_t *optlen)
 {
 	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (ep->alias_of) /* (options are the shared endpoint's, as upstream's ep_obj) */
+		ep = ep->alias_of;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
 	switch (optname) {
@@ -532,6 +560,8 @@ static int ep_getopt(struct fid *fid, int level, int optname, void *optval, size
 static int ep_setopt(struct fid *fid, int level, int optname, const void *optval, size_t optlen)
 {
 	struct cxip_ep *ep = (struct cxip_ep *)fid;
+	if (ep->alias_of)
+		ep = ep->alias_of;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
 	switch (optname) {

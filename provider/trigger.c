@@ -22,6 +22,12 @@ struct cxip_trig {
 	bool deferred;
 };
 
+/* Deferred work under FI_CXI_ENABLE_TRIG_OP_LIMIT: refused (-FI_ENOSPC) past the service's TLEs less 8. */
+static uint32_t work_flags(void)
+{
+	return TRIGF_COMP_CT | (cxip_env.enable_trig_op_limit ? TRIGF_LIMIT : 0);
+}
+
 /* Deferred work being queued by this thread (the data-path call it makes ends in cxip_trig_emit). */
 static __thread const struct cxip_trig *trig_pending;
 
@@ -69,7 +75,7 @@ ssize_t cxip_trig_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inli
 	memset(&m, 0, sizeof(m));
 	m.req = (struct ctl_trig_queue_req){ .kind = TRIG_CMD, .ep = ep->id, .trig_ct = t.trig->id,
 					     .comp_ct = t.comp ? t.comp->id : 0, .threshold = t.threshold,
-					     .flags = t.deferred ? TRIGF_COMP_CT : 0, .nslots = nslots };
+					     .flags = t.deferred ? work_flags() : 0, .nslots = nslots };
 	cmd->flags &= ~CXS_F_TRIGGER;
 	cmd->nslots = (uint16_t)nslots;
 	memcpy(m.cmd, cmd, sizeof(*cmd));
@@ -97,7 +103,8 @@ static int queue_cntr_work(struct cxip_domain *dom, const struct fi_deferred_wor
 		return -FI_EINVAL;
 	struct ctl_trig_queue_req req = { .kind = w->op_type == FI_OP_CNTR_SET ? TRIG_CNTR_SET : TRIG_CNTR_ADD,
 					  .trig_ct = trig->id, .threshold = w->threshold, .nic_index = dom->nic_index,
-					  .target_ct = target->id, .value = w->op.cntr->value };
+					  .target_ct = target->id, .value = w->op.cntr->value,
+					  .flags = work_flags() & ~TRIGF_COMP_CT };
 	return cxip_dev_call(dom->dev, CTL_TRIG_QUEUE, &req, sizeof(req), NULL, 0, NULL, NULL);
 }
 

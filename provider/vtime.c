@@ -261,7 +261,7 @@ uint64_t cxip_vt_request_begin(struct cxip_dev *dev, uint32_t *slot)
 	if (!t)
 		return 0;
 	*slot = (uint32_t)(t - dev->pcb->threads);
-	return idle_lazy(dev, t, PCB_WAIT_NONE);
+	return idle_lazy(dev, t, PCB_WAIT_REQUEST);
 }
 
 void cxip_vt_resume(struct cxip_dev *dev)

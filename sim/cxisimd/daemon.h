@@ -187,6 +187,7 @@ struct client {
 	char *held_req;       /* a control request waiting for the process's queued commands and its stamp */
 	simtime_t held_vt;    /* virtual mode: when it takes effect (the sender's clock) */
 	size_t held_len;
+	bool req_in;          /* virtual mode: a control request received and not yet answered */
 	uint64_t mem_faults;
 	/* triggered operations (trigger.c) */
 	struct dtrig *trigs;  /* held or retrying */

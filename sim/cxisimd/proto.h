@@ -110,6 +110,8 @@ enum pcb_thread_state {
 
 #define PCB_WAIT_ANY 0u            /* wait_id: anything visible to the process wakes the thread */
 #define PCB_WAIT_NONE 0xffffffffu  /* wait_id: only its deadline or its own process wakes it */
+#define PCB_WAIT_REQUEST 0xfffffffeu /* wait_id: making a control request (woken with the reply); until the
+				      * daemon has it, the engine does not pass the thread's clock */
 
 struct pcb_thread {
 	_Atomic uint32_t state;
@@ -207,9 +209,12 @@ struct ctl_obj_close_req {
  * trig_ct reaches threshold, then executes on the endpoint.  TRIG_CNTR_SET / TRIG_CNTR_ADD: counter
  * target_ct is set to / incremented by value (a triggered CT command on NIC nic_index of the node).
  * TRIGF_COMP_CT (deferred work): the completion counts in comp_ct (0: nowhere), not in the endpoint's
- * counters.  Errors: -ENOSPC no trigger list entry left, -EINVAL malformed or a counter of another NIC. */
+ * counters.  With no trigger list entry left the process's trigger queue stalls (the entry waits for one,
+ * in order); errors: -EAGAIN the stalled queue is full, -ENOSPC (TRIGF_LIMIT) the service's budget is
+ * used, -EINVAL malformed or a counter of another NIC. */
 enum trig_kind { TRIG_CMD = 1, TRIG_CNTR_SET = 2, TRIG_CNTR_ADD = 3 };
 #define TRIGF_COMP_CT 1u
+#define TRIGF_LIMIT 2u /* FI_CXI_ENABLE_TRIG_OP_LIMIT: -ENOSPC past the service's TLEs less 8 (upstream) */
 
 struct ctl_trig_queue_req {
 	uint32_t kind;

@@ -400,6 +400,7 @@ static bool hold_request(struct client *c, const char *buf, size_t n)
 
 static void handle_request(struct client *c, const char *buf, size_t n)
 {
+	c->req_in = true; /* (its sender no longer holds the engine back: vclock.c scan_client) */
 	if (hold_request(c, buf, n))
 		return;
 	server_handle_request(c, buf, n);

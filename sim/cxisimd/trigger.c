@@ -16,6 +16,11 @@
 #include "daemon.h"
 
 #define TRIG_MAX_SLOTS 16
+/* Upstream cxi keeps TLE_RESERVED (8) of its service's TLEs out of deferred work (cxip_dom.c: dwq depth =
+ * the service's TLE reservation less 8, enforced with FI_CXI_ENABLE_TRIG_OP_LIMIT), and sizes its trigger
+ * command queue to MAX(dwq depth, 64) commands (cxip_ep.c): the depth of a stalled trigger queue here. */
+#define TRIG_TLE_RESERVED 8u
+#define TRIG_QUEUE_MIN 64u
 
 struct dtrig {
 	struct dtrig *next, *prev;  /* the client's list */
@@ -141,7 +146,7 @@ int trig_queue(struct client *c, const struct ctl_trig_queue_req *req, const uns
 	struct daemon *d = c->d;
 	struct dct *trig = (struct dct *)client_find(c, req->trig_ct, OBJ_CT);
 	struct dct *comp = req->comp_ct ? (struct dct *)client_find(c, req->comp_ct, OBJ_CT) : NULL;
-	if (!trig || (req->comp_ct && !comp) || (req->flags & ~TRIGF_COMP_CT))
+	if (!trig || (req->comp_ct && !comp) || (req->flags & ~(TRIGF_COMP_CT | TRIGF_LIMIT)))
 		return -EINVAL;
 	struct dep *ep = NULL;
 	struct dct *target = NULL;
@@ -176,6 +181,12 @@ int trig_queue(struct client *c, const struct ctl_trig_queue_req *req, const uns
 	rc = ct_bind(trig, lni);
 	if (rc)
 		return rc;
+	/* The service's TLEs less upstream's reserve: the deferred-work budget (and the trigger queue's depth). */
+	uint32_t in_use = 0, res = 0;
+	nic_svc_rsrc_use(nic, nic_lni_svc(lni), NIC_RSRC_TLE, &in_use, &res);
+	uint32_t budget = res > TRIG_TLE_RESERVED ? res - TRIG_TLE_RESERVED : 0;
+	if ((req->flags & TRIGF_LIMIT) && in_use + 1 > budget)
+		return -ENOSPC;
 	struct dtrig *t = xcalloc(1, sizeof(*t) + len);
 	t->c = c;
 	t->ep = ep;
@@ -194,10 +205,11 @@ int trig_queue(struct client *c, const struct ctl_trig_queue_req *req, const uns
 	c->trigs = t;
 	ct_hold(comp);
 	ct_hold(target);
-	rc = nic_trig_append(lni, trig->ctn, req->threshold, trig_fire, t);
-	if (rc)
+	rc = nic_trig_append_stall(lni, trig->ctn, req->threshold, trig_fire, t,
+				   budget > TRIG_QUEUE_MIN ? budget : TRIG_QUEUE_MIN);
+	if (rc < 0)
 		trig_free(t);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 void trig_flush(struct client *c)

@@ -130,6 +130,7 @@ void vclock_request_done(struct client *c)
 {
 	if (!client_live(c))
 		return;
+	c->req_in = false;
 	uint32_t slot = atomic_exchange(&c->pcb->req_slot, PCB_REQ_NO_SLOT);
 	if (slot >= slots_in_use(c)) /* none, or out of range: the process writes it, never trusted */
 		return;
@@ -151,6 +152,18 @@ static void scan_client(struct daemon *d, struct client *c, double wall, simtime
 		uint32_t st = atomic_load(&t->state);
 		if (st == PCB_THREAD_IDLE) {
 			v->was_busy = false;
+			/* A thread making a control request idles before the request is on the socket: until the
+			 * daemon has it (held or handled), the engine must not pass its time (or a deadline of
+			 * another thread could expire first).  Only the request in flight, or, with none, every
+			 * thread about to make one: the others wait for the process's request lock, which the
+			 * request in flight holds until the engine reaches its time. */
+			if (atomic_load(&t->wait_id) == PCB_WAIT_REQUEST && !c->req_in) {
+				uint32_t rs = atomic_load(&c->pcb->req_slot);
+				simtime_t at = rs == i ? atomic_load(&c->pcb->req_vt_ps)
+					     : rs == PCB_REQ_NO_SLOT ? atomic_load(&t->vclock_ps) : UINT64_MAX;
+				if (at < *tb)
+					*tb = at;
+			}
 			simtime_t dl = atomic_load(&t->deadline_ps);
 			if (dl <= now) {
 				if (wake_slot(d, t, dl > now ? dl : now) && now < *tb)

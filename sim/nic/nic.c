@@ -353,6 +353,20 @@ const struct nic_svc_desc *nic_svc_get(struct nic *nic, uint32_t svc_id)
 	return s ? &s->d : NULL;
 }
 
+int nic_svc_rsrc_use(struct nic *nic, uint32_t svc_id, enum nic_rsrc r, uint32_t *in_use, uint32_t *res)
+{
+	struct nic_svc *s = svc_lookup(nic, svc_id);
+	if (!s || (unsigned)r >= NIC_RSRC_COUNT)
+		return -ENOENT;
+	const struct nic_rsrc_limit *l = &s->d.limits[r];
+	uint32_t hw = r == NIC_RSRC_TLE ? nic->p->tles : nic_rsrc_max_default(r);
+	if (in_use)
+		*in_use = s->used[r];
+	if (res)
+		*res = l->res ? l->res : l->max ? l->max : hw;
+	return 0;
+}
+
 bool nic_svc_vni_ok(struct nic *nic, uint32_t svc_id, uint16_t vni);
 bool nic_svc_vni_ok(struct nic *nic, uint32_t svc_id, uint16_t vni)
 {
@@ -449,6 +463,11 @@ void nic_lni_free(struct nic_lni *lni)
 struct nic *nic_lni_nic(const struct nic_lni *lni)
 {
 	return lni->nic;
+}
+
+uint32_t nic_lni_svc(const struct nic_lni *lni)
+{
+	return lni->svc_id;
 }
 
 /* ---------------------------------------------------------------- build */

@@ -105,6 +105,9 @@ int nic_svc_alloc(struct nic *nic, const struct nic_svc_desc *d, uint32_t *svc_i
 int nic_svc_free(struct nic *nic, uint32_t svc_id); /* -EBUSY while LNIs use it */
 /* Read back a service (NULL if none). */
 const struct nic_svc_desc *nic_svc_get(struct nic *nic, uint32_t svc_id);
+/* A resource's use by a service (cxil_get_svc_rsrc_use) and its reserved count (the limit's res, else its
+ * max, else the NIC's: what upstream reads from the service as limits.type[r].res).  -ENOENT: no service. */
+int nic_svc_rsrc_use(struct nic *nic, uint32_t svc_id, enum nic_rsrc r, uint32_t *in_use, uint32_t *res);
 
 /* ------------------------------------------------------------------------------------------------------
  * LNI (logical network interface): one process's handle on the NIC.  mem may be NULL (no real bytes).
@@ -114,6 +117,7 @@ int nic_lni_alloc(struct nic *nic, uint32_t svc_id, const struct nic_mem_ops *me
 /* Frees every object the LNI still owns (PtlTEs, queues, EQs, CTs). */
 void nic_lni_free(struct nic_lni *lni);
 struct nic *nic_lni_nic(const struct nic_lni *lni);
+uint32_t nic_lni_svc(const struct nic_lni *lni); /* its service */
 
 /* ------------------------------------------------------------------------------------------------------
  * Events.  One 64-byte slot per event.  Fields not meaningful for a type are zero.
@@ -397,7 +401,8 @@ uint32_t nic_cmdq_free_slots(const struct nic_cmdq *q);
  * the order they were queued; an entry whose threshold the count has already reached is released at once.
  * A NIC has `nic.tles` entries (C_NUM_TLES, 2048); each is charged to the LNI's service (NIC_RSRC_TLE,
  * whose limits a scenario service may set).  An entry is taken when the command is emitted and given back
- * when it is released (a full trigger list refuses the emit: Cassini's queue would stall instead).
+ * when it is released.  A full trigger list refuses a hardware emit (nic_cmdq_emit_triggered: Cassini's
+ * queue would stall instead); a software continuation may stall instead (nic_trig_append_stall).
  * NIC_CMD_CT_CANCEL (or nic_ct_cancel) drops every entry still held on the CT: nothing executes and no event
  * is written; entries already released are not recalled.  Freeing the CT or the LNI drops its entries too.
  */
@@ -411,6 +416,15 @@ int nic_cmdq_emit_triggered(struct nic_cmdq *q, const struct nic_cmd *cmd, uint3
  * its LNI is freed is dropped without a call.  Same errors as nic_cmdq_emit_triggered. */
 typedef void (*nic_trig_fn)(void *ctx, struct nic *nic, uint32_t ctn, uint64_t threshold, int rc);
 int nic_trig_append(struct nic_lni *lni, uint32_t ctn, uint64_t threshold, nic_trig_fn fn, void *ctx);
+/* As nic_trig_append, but with no TLE left (on the NIC or in the LNI's service) the LNI's trigger queue
+ * stalls, as a Cassini command queue does on a full trigger list: the entry waits, behind every entry of
+ * the LNI already waiting, and takes a TLE as soon as one is given back (in queue order).  At most
+ * max_stalled wait per LNI (the queue's depth): -EAGAIN beyond.  Returns 0 (held) or 1 (stalled); the
+ * entry, held or stalled, is then as nic_trig_append's (CT_CANCEL, CT or LNI free drop it with a call). */
+int nic_trig_append_stall(struct nic_lni *lni, uint32_t ctn, uint64_t threshold, nic_trig_fn fn, void *ctx,
+			  uint32_t max_stalled);
+/* Entries waiting in the LNI's stalled trigger queue. */
+uint32_t nic_lni_tles_stalled(const struct nic_lni *lni);
 /* Driver call with CT_CANCEL's effect; returns the number of entries dropped, or -ENOENT. */
 int nic_ct_cancel(struct nic_lni *lni, uint32_t ctn);
 /* TLEs held on a CT (not yet released), and in use on the NIC (held or being released). */

@@ -129,6 +129,8 @@ struct nic_lni {
 	void *mem_ctx;
 	bool live;
 	uint32_t used[NIC_RSRC_COUNT];
+	struct nic_tle_wait *stall_head, **stall_tail; /* its trigger queue, stalled on a full trigger list */
+	uint32_t stalled;
 };
 
 struct nic_svc {
@@ -307,6 +309,7 @@ struct nic {
 	simtime_t amo_free;       /* the AMO unit has applied every atomic before, until then */
 	simtime_t trig_free;      /* the trigger engine has released every entry before, until then */
 	uint32_t tles_used;       /* trigger list entries taken (held or being released) */
+	uint32_t tles_stalled;    /* entries waiting in stalled trigger queues (all LNIs) */
 	uint64_t tle_seq;
 
 	struct nic_records *rec;  /* the simulation's record pools, shared by every NIC */

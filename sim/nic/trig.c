@@ -23,6 +23,17 @@ struct nic_tle {
 	void *ctx;
 };
 
+/* An entry of a stalled trigger queue: waits for a TLE. */
+struct nic_tle_wait {
+	struct nic_tle_wait *next;
+	uint32_t ctn;
+	uint64_t threshold;
+	nic_trig_fn fn;
+	void *ctx;
+};
+
+static void stall_admit(struct nic *nic);
+
 struct nic_tle *nic_tle_take(struct nic_lni *lni, uint32_t ctn, uint64_t threshold, int *rc)
 {
 	struct nic *nic = lni->nic;
@@ -62,6 +73,8 @@ void nic_tle_give_back(struct nic *nic, struct nic_tle *t)
 		pool_put(&nic->rec->work, t->w);
 	}
 	free(t);
+	if (nic->tles_stalled)
+		stall_admit(nic);
 }
 
 static void tle_drop(struct nic *nic, struct nic_tle *t)
@@ -114,8 +127,34 @@ void nic_trig_ct_changed(struct nic *nic, uint32_t ctn, struct nic_ct *c)
 	}
 }
 
+/* Drop the stalled entries waiting on CT c (with a call, as held ones). */
+static void stall_drop_ct(struct nic *nic, struct nic_ct *c)
+{
+	struct nic_lni *lni = c->lni;
+	if (!lni || !lni->stalled)
+		return;
+	struct nic_tle_wait **pp = &lni->stall_head;
+	while (*pp) {
+		struct nic_tle_wait *w = *pp;
+		if (nic_ct_lookup(nic, w->ctn) != c) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		lni->stalled--;
+		nic->tles_stalled--;
+		(*nic->c.trig_canceled)++;
+		w->fn(w->ctx, nic, w->ctn, w->threshold, C_RC_CANCELED);
+		free(w);
+	}
+	lni->stall_tail = pp;
+	while (*lni->stall_tail)
+		lni->stall_tail = &(*lni->stall_tail)->next;
+}
+
 void nic_trig_ct_drop(struct nic *nic, struct nic_ct *c)
 {
+	stall_drop_ct(nic, c);
 	while (c->tles) {
 		struct nic_tle *t = c->tles;
 		c->tles = t->next;
@@ -161,6 +200,69 @@ int nic_trig_append(struct nic_lni *lni, uint32_t ctn, uint64_t threshold, nic_t
 	return 0;
 }
 
+/* The head of each stalled queue takes a TLE while there is one (an LNI whose service is at its limit
+ * stays stalled; the others go on). */
+static void stall_admit(struct nic *nic)
+{
+	for (uint32_t i = 0; i < nic->nlnis && nic->tles_stalled; i++) {
+		struct nic_lni *lni = nic->lnis[i];
+		while (lni->live && lni->stall_head && nic->tles_used < nic->p->tles) {
+			struct nic_tle_wait *w = lni->stall_head;
+			int rc;
+			struct nic_tle *t = nic_tle_take(lni, w->ctn, w->threshold, &rc);
+			if (!t && rc == -ENOSPC)
+				break;
+			lni->stall_head = w->next;
+			if (!lni->stall_head)
+				lni->stall_tail = &lni->stall_head;
+			lni->stalled--;
+			nic->tles_stalled--;
+			if (!t) { /* (its CT is gone: cannot happen, freeing a CT drops its stalled entries) */
+				w->fn(w->ctx, nic, w->ctn, w->threshold, C_RC_CANCELED);
+			} else {
+				t->fn = w->fn;
+				t->ctx = w->ctx;
+				nic_tle_hold(nic, t, NULL);
+			}
+			free(w);
+		}
+	}
+}
+
+int nic_trig_append_stall(struct nic_lni *lni, uint32_t ctn, uint64_t threshold, nic_trig_fn fn, void *ctx,
+			  uint32_t max_stalled)
+{
+	if (!lni || !lni->live || !fn)
+		return -EINVAL;
+	struct nic *nic = lni->nic;
+	struct nic_ct *c = nic_ct_lookup(nic, ctn);
+	if (!c || c->lni != lni)
+		return -ENOENT;
+	if (threshold >= (1ULL << 48))
+		return -EINVAL;
+	if (!lni->stalled) { /* nothing ahead of it in the queue */
+		int rc = nic_trig_append(lni, ctn, threshold, fn, ctx);
+		if (rc != -ENOSPC)
+			return rc;
+	}
+	if (lni->stalled >= max_stalled)
+		return -EAGAIN;
+	struct nic_tle_wait *w = xcalloc(1, sizeof(*w));
+	*w = (struct nic_tle_wait){ .ctn = ctn, .threshold = threshold, .fn = fn, .ctx = ctx };
+	if (!lni->stall_tail)
+		lni->stall_tail = &lni->stall_head;
+	*lni->stall_tail = w;
+	lni->stall_tail = &w->next;
+	lni->stalled++;
+	nic->tles_stalled++;
+	return 1;
+}
+
+uint32_t nic_lni_tles_stalled(const struct nic_lni *lni)
+{
+	return lni ? lni->stalled : 0;
+}
+
 int nic_ct_cancel(struct nic_lni *lni, uint32_t ctn)
 {
 	if (!lni || !lni->live)
@@ -169,6 +271,8 @@ int nic_ct_cancel(struct nic_lni *lni, uint32_t ctn)
 	if (!c || c->lni != lni)
 		return -ENOENT;
 	int n = (int)c->ntles;
+	for (struct nic_tle_wait *w = lni->stall_head; w; w = w->next)
+		n += nic_ct_lookup(lni->nic, w->ctn) == c;
 	nic_trig_ct_drop(lni->nic, c);
 	return n;
 }

@@ -163,7 +163,10 @@ static struct rpc_server_cfg *cfg_of(struct srv_thread *t) { return &t->srv->cfg
 static void q_push(struct srv_thread *t, const struct srv_comp *c)
 {
 	if (t->qlen == t->qcap) {
-		uint32_t ncap = t->qcap ? t->qcap * 2 : 64;
+		/* Grows by a quarter: a saturated server's backlog grows with the run (thousands of completions per
+		 * thread in the whole-machine scenario at 1 ms, 1.9 GB across 4,096 threads with doubling); a
+		 * quarter keeps the unused tail small at an amortized copy cost of four entries per push. */
+		uint32_t ncap = t->qcap ? t->qcap + t->qcap / 4 : 64;
 		struct srv_comp *n = xmalloc(ncap * sizeof(*n));
 		for (uint32_t i = 0; i < t->qlen; i++)
 			n[i] = t->q[(t->qhead + i) % t->qcap];

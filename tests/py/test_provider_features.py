@@ -31,7 +31,10 @@ PROGRAMS = {
     "prov_trigger": "triggered operations (FI_TRIGGER, fi_triggered_context, fi_ep_alias) and deferred work "
                     "(FI_QUEUE_WORK: RMA, tagged send, atomics, counter set/add chained, threshold-0 receive) fire "
                     "exactly at their thresholds, in threshold order, reading the buffer when they fire; "
-                    "FI_FLUSH_WORK drops held work; FI_CANCEL_WORK -FI_EINVAL; misuse codes; 2048 TLEs then -FI_ENOSPC",
+                    "FI_FLUSH_WORK drops held work; FI_CANCEL_WORK -FI_EINVAL; misuse codes; 2048 TLEs then the trigger queue stalls (2040 more, then -FI_EAGAIN; stalled work runs when TLEs come back)",
+    "prov_trig_limit": "FI_CXI_ENABLE_TRIG_OP_LIMIT=1: deferred work -FI_ENOSPC past the dwq depth (2048 TLEs less "
+                       "upstream's 8 reserved), again after a flush; queued work takes effect at the caller's "
+                       "virtual time (a waiter on its counter wakes no earlier)",
     "prov_op_variants": "iovec and message forms of send/recv/read/write (and tagged): accepted forms move the "
                         "data, each misuse its -FI_E* code; CQ/counter/EQ wait objects and FI_GETWAIT",
 }

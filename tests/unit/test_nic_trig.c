@@ -244,6 +244,67 @@ Test(nic_trig, limits_of_the_nic_and_of_a_service)
 	tsim_free(&t);
 }
 
+/* A full trigger list stalls a software trigger queue instead of refusing: stalled entries take TLEs in
+ * queue order as entries are released, behind every entry of their LNI already waiting; beyond the queue's
+ * depth -EAGAIN; an LNI whose service is at its limit stays stalled while another LNI goes on; CT_CANCEL
+ * and freeing the LNI drop stalled entries with a call.  nic_svc_rsrc_use reads a service's use. */
+Test(nic_trig, full_trigger_list_stalls_the_queue)
+{
+	struct tsim t = tsim_new(TRIG_NIC(", \"tles\": 3, \"services\": [{\"limits\": {\"tle\": {\"max\": 1, \"res\": 1}}}]"), 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep a;
+	hwep_open(&a, t.sim, 0, 10, 4, &o, 64);
+	struct nic_lni *l2;
+	cr_assert_eq(nic_lni_alloc(a.nic, 2, &nic_mem_host, NULL, &l2), 0);
+	uint32_t ct, ct2;
+	cr_assert_eq(nic_ct_alloc(a.lni, NULL, NULL, &ct), 0);
+	cr_assert_eq(nic_ct_alloc(l2, NULL, NULL, &ct2), 0);
+	struct fired f = { .sim = t.sim };
+	struct tag tg[8];
+	for (int i = 0; i < 8; i++)
+		tg[i] = (struct tag){ &f, i };
+	cr_assert_eq(nic_trig_append_stall(l2, ct2, 1, on_fire, &tg[6], 4), 0, "service 2's one TLE");
+	cr_assert_eq(nic_trig_append_stall(l2, ct2, 1, on_fire, &tg[7], 4), 1, "service 2 at its limit: stalled");
+	cr_assert_eq(nic_trig_append_stall(a.lni, ct, 1, on_fire, &tg[0], 2), 0);
+	cr_assert_eq(nic_trig_append_stall(a.lni, ct, 1, on_fire, &tg[1], 2), 0);
+	cr_assert_eq(nic_trig_append_stall(a.lni, ct, 1, on_fire, &tg[2], 2), 1, "the NIC's 3 in use: stalled");
+	cr_assert_eq(nic_trig_append_stall(a.lni, ct, 1, on_fire, &tg[3], 2), 1);
+	cr_assert_eq(nic_trig_append_stall(a.lni, ct, 1, on_fire, &tg[4], 2), -EAGAIN, "queue depth 2");
+	cr_assert_eq(nic_trig_append(a.lni, ct, 1, on_fire, &tg[4]), -ENOSPC, "a plain append still refuses");
+	cr_assert_eq(nic_lni_tles_stalled(a.lni), 2);
+	cr_assert_eq(nic_lni_tles_stalled(l2), 1);
+	uint32_t use = 0, res = 0;
+	cr_assert_eq(nic_svc_rsrc_use(a.nic, 2, NIC_RSRC_TLE, &use, &res), 0);
+	cr_assert(use == 1 && res == 1, "service 2: %u in use of %u", use, res);
+	cr_assert_eq(nic_svc_rsrc_use(a.nic, NIC_SVC_DEFAULT, NIC_RSRC_TLE, &use, &res), 0);
+	cr_assert(use == 2 && res == 3, "default service: %u in use of %u (nic.tles)", use, res);
+	cr_assert_eq(nic_svc_rsrc_use(a.nic, 9, NIC_RSRC_TLE, &use, &res), -ENOENT);
+	sim_run(t.sim);
+	cr_assert_eq(f.n, 0, "nothing before the count moves");
+	ct_cmd(&a, NIC_CMD_CT_INC, ct, 1);
+	sim_run(t.sim);
+	/* 0 and 1 released; each TLE given back goes to the head of a stalled queue: service 2's stays stalled
+	 * (its limit), so 2 then 3 take them, are held on a count already reached, and are released in order. */
+	cr_assert_eq(f.n, 4, "%d released", f.n);
+	for (int i = 0; i < 4; i++)
+		cr_assert(f.tag[i] == i && f.rc[i] == C_RC_OK, "release %d is entry %d (rc %d)", i, f.tag[i], f.rc[i]);
+	cr_assert(f.at[1] < f.at[2] && f.at[2] < f.at[3]);
+	cr_assert_eq(nic_lni_tles_stalled(a.lni), 0);
+	cr_assert_eq(nic_lni_tles_stalled(l2), 1, "service 2 still at its limit");
+	cr_assert_eq(nic_trig_append_stall(a.lni, ct, 5, on_fire, &tg[4], 2), 0, "free TLEs again: held");
+	cr_assert_eq(nic_ct_cancel(l2, ct2), 2, "one held, one stalled");
+	cr_assert_eq(f.n, 6);
+	cr_assert(f.tag[4] == 7 && f.rc[4] == C_RC_CANCELED, "the stalled one is dropped first");
+	cr_assert(f.tag[5] == 6 && f.rc[5] == C_RC_CANCELED);
+	cr_assert_eq(nic_lni_tles_stalled(l2), 0);
+	cr_assert_eq(nic_trig_append_stall(l2, ct2, 1, on_fire, &tg[6], 4), 0);
+	cr_assert_eq(nic_trig_append_stall(l2, ct2, 1, on_fire, &tg[7], 4), 1);
+	nic_lni_free(l2);
+	cr_assert_eq(f.n, 8, "freeing the LNI drops its held and stalled entries");
+	cr_assert_eq(nic_tles_used(a.nic), 1);
+	tsim_free(&t);
+}
+
 /* CT_CANCEL drops the held entries: nothing runs, callbacks see C_RC_CANCELED, the entries come back; a
  * later count reaching the thresholds releases nothing.  Freeing a CT or its LNI drops its entries too. */
 Test(nic_trig, cancel_and_free_drop_held_entries)

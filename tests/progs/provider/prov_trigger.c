@@ -10,7 +10,8 @@
  *  - deferred work (fi_control(FI_QUEUE_WORK)): RMA write, tagged send, atomic, fetching atomic counted in
  *    the completion counter, counter add/set chained on thresholds, a threshold-0 receive;
  *  - FI_FLUSH_WORK: the work held is dropped (nothing moves, nothing completes); FI_CANCEL_WORK -FI_EINVAL;
- *  - misuse codes, the trigger list's limit (-FI_ENOSPC after 2048 entries), alias rules. */
+ *  - misuse codes, a full trigger list (2048 entries) stalling the trigger queue (2040 more wait, then
+ *    -FI_EAGAIN; stalled entries run once TLEs come back), alias rules. */
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_trigger.h>
 
@@ -167,6 +168,36 @@ static void alias_trigger(struct fid_cntr *wcntr, struct fid_ep *alias)
 	char got[20] = { 0 };
 	rread(got, 19, 128);
 	T_CHECK(!strcmp(got, "Hello2 from Client!"), "the triggered write landed after the plain one: %s", got);
+	/* Settings made after the alias (upstream: op flags and message order are each fid's own, copied when the
+	 * alias is made; what lives in the shared endpoint object -- min_multi_recv, the RNR time, enable -- is
+	 * one for both fids). */
+	size_t mmr = 1234, got_mmr = 0, len = sizeof(got_mmr);
+	T_OK(fi_setopt(&t.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &mmr, sizeof(mmr)));
+	T_CHECK(fi_getopt(&alias->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got_mmr, &len) == 0 && got_mmr == 1234,
+		"min_multi_recv set on the endpoint afterwards is the alias's too: %zu", got_mmr);
+	mmr = 64;
+	T_OK(fi_setopt(&alias->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &mmr, sizeof(mmr)));
+	len = sizeof(got_mmr);
+	T_CHECK(fi_getopt(&t.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got_mmr, &len) == 0 && got_mmr == 64,
+		"and set through the alias, the endpoint's: %zu", got_mmr);
+	uint64_t epf = FI_TRANSMIT, nf = FI_TRANSMIT | FI_INJECT_COMPLETE;
+	T_OK(fi_control(&t.ep->fid, FI_GETOPSFLAG, &epf));
+	T_OK(fi_control(&t.ep->fid, FI_SETOPSFLAG, &nf));
+	flags = FI_TRANSMIT;
+	T_OK(fi_control(&alias->fid, FI_GETOPSFLAG, &flags));
+	T_CHECK((flags & FI_TRIGGER) && !(flags & FI_INJECT_COMPLETE),
+		"op flags set on the endpoint afterwards do not reach the alias (its own, as upstream): 0x%" PRIx64, flags);
+	epf |= FI_TRANSMIT;
+	T_OK(fi_control(&t.ep->fid, FI_SETOPSFLAG, &epf));
+	uint64_t order = FI_ORDER_SAS;
+	T_CHECK(fi_set_val(&alias->fid, FI_OPT_CXI_SET_MSG_ORDER, &order) == 0, "FI_SET_VAL message order on the alias");
+	order = 1ULL << 62;
+	T_CHECK(fi_set_val(&alias->fid, FI_OPT_CXI_SET_MSG_ORDER, &order) == -FI_EINVAL, "a bad one: -FI_EINVAL");
+	T_CHECK(fi_control(&alias->fid, FI_ENABLE, NULL) == 0, "FI_ENABLE through the alias (the endpoint's, enabled)");
+	T_CHECK(fi_control(&alias->fid, FI_ALIAS, NULL) == -FI_EINVAL, "FI_ALIAS without an fi_alias: -FI_EINVAL");
+	struct fid_ep *a3 = NULL;
+	T_CHECK(fi_ep_alias(alias, &a3, FI_RECV) == 0 && a3, "an alias of an alias (of the endpoint)");
+	T_OK(fi_close(&a3->fid));
 	T_OK(fi_close(&alias->fid));
 	struct fid_ep *a2;
 	T_CHECK(fi_ep_alias(t.ep, &a2, FI_TRANSMIT | FI_RECV) == -FI_EINVAL, "alias with both directions: -FI_EINVAL");
@@ -303,16 +334,36 @@ static void deferred_work(void)
 	T_OK(fi_open_ops(&t.dom->fid, FI_CXI_DOM_OPS_5, 0, (void **)&dops, NULL));
 	T_CHECK(dops->get_dwq_depth(&t.dom->fid, &depth) == 0 && depth == 2040,
 		"dwq depth %zu: 2048 TLEs less upstream's 8 reserved", depth);
-	/* The NIC's trigger list holds 2048 entries (C_NUM_TLES): the next is -FI_ENOSPC; a flush frees them. */
+	/* The NIC's trigger list holds 2048 entries (C_NUM_TLES); past them the trigger queue stalls (as a
+	 * Cassini command queue does; upstream, without FI_CXI_ENABLE_TRIG_OP_LIMIT, returns success): 2040 more
+	 * wait (the queue's depth: upstream sizes it to the dwq depth), then -FI_EAGAIN (queue full).  A flush
+	 * drops held and waiting entries alike. */
 	struct fid_cntr *t3 = cntr_open(&t);
 	wf.triggering_cntr = t3;
 	int queued = 0, ret = 0;
-	while (queued < 3000 && (ret = fi_control(&t.dom->fid, FI_QUEUE_WORK, &wf)) == 0)
+	while (queued < 5000 && (ret = fi_control(&t.dom->fid, FI_QUEUE_WORK, &wf)) == 0)
 		queued++;
-	T_CHECK(queued == 2048 && ret == -FI_ENOSPC, "%d entries, then %d (-FI_ENOSPC)", queued, ret);
+	T_CHECK(queued == 2048 + 2040 && ret == -FI_EAGAIN, "%d entries (2048 held, 2040 stalled), then %d (-FI_EAGAIN)",
+		queued, ret);
 	T_OK(fi_control(&t.dom->fid, FI_FLUSH_WORK, NULL));
+	T_OK(fi_cntr_set(t3, 200));
+	T_CHECK(fi_cntr_wait(c2, 1, 200) == -FI_ETIMEDOUT, "none of the flushed (held or stalled) work completes");
+	/* Stalled entries take the TLEs given back as held ones are released, in order: all of them run. */
+	struct fid_cntr *t4 = cntr_open(&t), *sum = cntr_open(&t);
+	struct fi_op_cntr add1 = { .cntr = sum, .value = 1 };
+	struct fi_deferred_work wa = { .threshold = 1, .triggering_cntr = t4, .op_type = FI_OP_CNTR_ADD };
+	wa.op.cntr = &add1;
+	int bad_q = 0;
+	for (int i = 0; i < 2048 + 100; i++)
+		bad_q += fi_control(&t.dom->fid, FI_QUEUE_WORK, &wa) != 0;
+	T_CHECK(bad_q == 0 && fi_cntr_read(sum) == 0, "2148 counter adds queued (%d refused), none run yet", bad_q);
+	T_OK(fi_cntr_add(t4, 1));
+	T_CHECK(fi_cntr_wait(sum, 2148, 20000) == 0, "all 2148 ran once the trigger counter moved (100 had stalled): %" PRIu64,
+		fi_cntr_read(sum));
 	T_OK(fi_control(&t.dom->fid, FI_QUEUE_WORK, &wf));
 	T_OK(fi_control(&t.dom->fid, FI_FLUSH_WORK, NULL));
+	T_OK(fi_close(&t4->fid));
+	T_OK(fi_close(&sum->fid));
 	T_OK(fi_close(&t3->fid));
 	T_OK(fi_close(&t2->fid));
 	T_OK(fi_close(&c2->fid));
