@@ -34,6 +34,14 @@ def cpu_hogs(n=2):
             p.wait()
 
 
+def await_listener(port=47592):
+    """Shell lines that wait (up to 30 s) until something listens on TCP `port`: fi_pingpong's out-of-band
+    socket (default port 47592).  A fixed `sleep 0.3` before starting the client lost that race on a loaded
+    machine ('connection refused')."""
+    return (f"for _ in $(seq 600); do awk '$4 == \"0A\" {{print $2}}' /proc/net/tcp /proc/net/tcp6 "
+            f"| grep -qi ':{port:04X}$' && break; sleep 0.05; done\n")
+
+
 def prog(name):
     return os.path.join(PROGS, name)
 

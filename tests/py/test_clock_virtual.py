@@ -13,7 +13,7 @@ import statistics
 
 import pytest
 
-from provider_helpers import BUILD_DIR, cpu_hogs, cxisim_exec, emulation_counters
+from provider_helpers import BUILD_DIR, await_listener, cpu_hogs, cxisim_exec, emulation_counters
 
 CLOCK_WORK = f"{BUILD_DIR}/tests/clock/clock_work"
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
@@ -79,7 +79,7 @@ def test_sleep_with_cpu_time_charged():
 
 
 def fi_pingpong(iters=2000, sets=None):
-    script = (f"fi_pingpong -p cxi -e rdm -S 8 -I {iters} > /dev/null 2>&1 &\nsrv=$!\nsleep 0.3\n"
+    script = (f"fi_pingpong -p cxi -e rdm -S 8 -I {iters} > /dev/null 2>&1 &\nsrv=$!\n" + await_listener() +
               f"fi_pingpong -p cxi -e rdm -S 8 -I {iters} localhost\nrc=$?\nwait $srv\nexit $rc\n")
     r = cxisim_exec(["bash", "-c", script], sets=sets, timeout=300)
     m = re.search(r"^8\s+\S+\s+=\S+\s+\S+\s+\S+s\s+\S+\s+(\S+)\s+\S+\s*$", r.stdout, re.M)

@@ -4,7 +4,7 @@ Provider-level switches (key cache, optimized MRs, match mode) are read back thr
 import pytest
 from cxisim.counters import telemetry_counters
 
-from provider_helpers import cxisim_exec, prog
+from provider_helpers import await_listener, cxisim_exec, prog
 
 
 def counters(tmp_path, env, size="65536"):
@@ -12,7 +12,7 @@ def counters(tmp_path, env, size="65536"):
     script.write_text(
         "#!/bin/bash\n"
         f"fi_pingpong -p cxi -e rdm -S {size} -I 20 -c > /dev/null 2>&1 &\n"
-        "srv=$!\nsleep 0.3\n"
+        "srv=$!\n" + await_listener() +
         f"fi_pingpong -p cxi -e rdm -S {size} -I 20 -c localhost\nrc=$?\nwait $srv\nexit $rc\n")
     script.chmod(0o755)
     out = tmp_path / "out"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from provider_helpers import cxisim_exec, foreign_env, provider_env
+from provider_helpers import await_listener, cxisim_exec, foreign_env, provider_env
 
 
 def fi_info_blocks(text):
@@ -127,7 +127,7 @@ def run_pingpong(mode, tmp_path, time_mode=None):
     script.write_text(
         "#!/bin/bash\n"
         f"fi_pingpong -p cxi -e rdm -m {mode} -S all -c -I 10 > {tmp_path}/server.txt 2>&1 &\n"
-        "srv=$!\nsleep 0.3\n"
+        "srv=$!\n" + await_listener() +
         f"fi_pingpong -p cxi -e rdm -m {mode} -S all -c -I 10 localhost\n"
         "rc=$?\nwait $srv\nsrc=$?\n"
         "exit $(( rc | src ))\n")
