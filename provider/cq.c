@@ -212,7 +212,7 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 		return -FI_EINVAL;
 	struct cxip_dev *dev = cq->dom->dev;
 	if (dev->virt)
-		cxip_vt_charge(dev);
+		cxip_vt_enter(dev); /* every path below re-bases at exit */
 	ssize_t r = cq_read_once(cq, buf, count, src_addr);
 	if (r != -FI_EAGAIN) {
 		if (dev->virt)

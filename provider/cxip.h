@@ -230,6 +230,9 @@ void cxip_vt_register(bool on);          /* offer the clock ops to libcxisim-clo
 void cxip_vt_internal_thread(void);      /* the calling thread is the provider's own: real clocks */
 void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot);
 uint64_t cxip_vt_charge(struct cxip_dev *dev); /* charge CPU time, publish; the thread's clock */
+/* The same at the entry of a provider call that ends with cxip_vt_rebase on every path: the two share the
+ * call's CPU clock reads (one at entry, one at exit). */
+uint64_t cxip_vt_enter(struct cxip_dev *dev);
 _Atomic uint32_t *cxip_vt_emitting(struct cxip_dev *dev); /* the slot's `emitting` flag, NULL: no slot */
 void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt); /* a completion of virtual time vt was read */
 /* A command's stamp: the clock, kept in order with the queue's last stamp. */

@@ -39,8 +39,10 @@ ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline
 			atomic_store(emitting, 0);
 		/* The NIC has not fetched yet: in virtual time the thread waits a command fetch before its retry
 		 * (else a retry loop with CPU time free would hold virtual time forever). */
-		if (dev->virt)
+		if (dev->virt) {
 			cxip_vt_idle(dev, PCB_WAIT_NONE, cmd->vt + dev->pcb->retry_ps, NULL, NULL);
+			cxip_vt_rebase(dev);
+		}
 		return -FI_EAGAIN;
 	}
 	cmd->nslots = ns;
@@ -54,8 +56,11 @@ ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline
 		atomic_store(emitting, 0);
 	if (bell) {
 		uint64_t one = 1;
-		if (write(ep->cmdq.efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
+		if (write(ep->cmdq.efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN) {
+			if (dev->virt)
+				cxip_vt_rebase(dev);
 			return -FI_EIO;
+		}
 	}
 	if (dev->virt)
 		cxip_vt_rebase(dev);

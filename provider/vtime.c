@@ -85,6 +85,29 @@ static void futex_wake(_Atomic uint32_t *w)
 /* ---- this thread's slot ---- */
 
 static __thread uint64_t my_cpu_base;  /* CPU time already charged */
+/* Inside a provider call that charged at entry and re-bases at exit (cxip_vt_enter .. cxip_vt_rebase): one
+ * CPU clock read at each end, shared by the charge and the re-base.  Meanwhile the published base is
+ * CPU_BASE_IN_CALL: the daemon's stall rule extrapolates nothing from it (the provider's own CPU is never
+ * charged), and further charges within the call read no clock (nothing of the application to charge). */
+static __thread bool in_call;
+#define CPU_BASE_IN_CALL UINT64_MAX
+
+/* The thread's CPU time, or 0 when CPU time is free (cpu_scale 0: nothing uses it, so no read at all). */
+static uint64_t cpu_sample(struct cxip_dev *dev)
+{
+	return dev->pcb->cpu_scale > 0 ? thread_cpu_ns() : 0;
+}
+
+/* A new base of charging: the CPU time now, published (or, inside a call, the in-call mark). */
+static void set_base(struct cxip_dev *dev, struct pcb_thread *t)
+{
+	if (in_call) {
+		atomic_store(&t->cpu_ns, CPU_BASE_IN_CALL);
+		return;
+	}
+	my_cpu_base = cpu_sample(dev);
+	atomic_store(&t->cpu_ns, my_cpu_base);
+}
 static __thread bool internal_thread;  /* the provider's own threads (watchdog) keep the real clock */
 
 void cxip_vt_internal_thread(void)
@@ -127,8 +150,7 @@ static bool resume(struct cxip_dev *dev, struct pcb_thread *t)
 	if (!atomic_compare_exchange_strong(&t->state, &st, PCB_THREAD_BUSY)) {
 		while (atomic_load(&t->state) == PCB_THREAD_WAKING)
 			sched_yield();
-		my_cpu_base = thread_cpu_ns();
-		atomic_store(&t->cpu_ns, my_cpu_base);
+		set_base(dev, t);
 		return true;
 	}
 	/* Time went on while it was idle: it starts at the horizon the daemon announced (Dekker with the
@@ -136,24 +158,31 @@ static bool resume(struct cxip_dev *dev, struct pcb_thread *t)
 	atomic_thread_fence(memory_order_seq_cst);
 	advance_to(t, atomic_load(&dev->pcb->horizon_ps));
 	atomic_store(&t->deadline_ps, UINT64_MAX);
-	my_cpu_base = thread_cpu_ns();
-	atomic_store(&t->cpu_ns, my_cpu_base);
+	set_base(dev, t);
 	atomic_fetch_add(&t->pub_seq, 1);
 	return false;
 }
 
-/* Charge the CPU time used since the last charge and publish the clock (the thread is BUSY after it). */
-static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool entered)
+/* Charge the CPU time used since the last charge and publish the clock (the thread is BUSY after it).
+ * enter: the caller re-bases at its exit (cxip_vt_rebase), so this read is the only one until then. */
+static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool entered, bool enter)
 {
-	if (atomic_load(&t->state) != PCB_THREAD_BUSY)
+	/* Resuming sets the base (one read): what follows it here is the provider's own work. */
+	bool resumed = atomic_load(&t->state) != PCB_THREAD_BUSY;
+	if (resumed)
 		resume(dev, t);
-	uint64_t cpu = thread_cpu_ns(), cost = cpu_read_cost();
-	if (cpu > my_cpu_base + cost && dev->pcb->cpu_scale > 0) {
-		uint64_t ps = (uint64_t)((double)(cpu - my_cpu_base - cost) * 1e3 * dev->pcb->cpu_scale);
-		atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + ps);
+	if (!in_call && !resumed && dev->pcb->cpu_scale > 0) {
+		uint64_t cpu = thread_cpu_ns(), cost = cpu_read_cost();
+		if (cpu > my_cpu_base + cost) {
+			uint64_t ps = (uint64_t)((double)(cpu - my_cpu_base - cost) * 1e3 * dev->pcb->cpu_scale);
+			atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + ps);
+		}
+		my_cpu_base = cpu;
 	}
-	my_cpu_base = cpu;
-	atomic_store(&t->cpu_ns, cpu);
+	if (enter && !in_call) {
+		in_call = true;
+		atomic_store(&t->cpu_ns, CPU_BASE_IN_CALL);
+	}
 	/* A clock read through the interposer publishes the clock but is not an entry into the provider: a
 	 * loop that only reads clocks stays subject to the stall rule (with cpu_scale 0 it never advances). */
 	if (entered)
@@ -169,33 +198,44 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 	ring_daemon(dev, false, clock);
 	/* The provider's own work (and this clock read) is not the application's.  The daemon's stall rule
 	 * extrapolates the clock from the published base: it must be this one, or a stalled thread's
-	 * extrapolated clock runs ahead of what the thread will charge (and it jumps there). */
-	my_cpu_base = thread_cpu_ns();
-	atomic_store(&t->cpu_ns, my_cpu_base);
+	 * extrapolated clock runs ahead of what the thread will charge (and it jumps there).  Inside a call
+	 * the exit's re-base takes the read; meanwhile the in-call mark stops extrapolation. */
+	if (!in_call)
+		set_base(dev, t);
 	return clock;
 }
 
 static uint64_t charge(struct cxip_dev *dev, struct pcb_thread *t)
 {
-	return charge_how(dev, t, true);
+	return charge_how(dev, t, true, false);
 }
 
 /* At the end of a provider call: what the provider did since the last charge is not application time. */
 void cxip_vt_rebase(struct cxip_dev *dev)
 {
 	struct pcb_thread *t = dev->virt ? self(dev) : NULL;
-	if (t && atomic_load(&t->state) == PCB_THREAD_BUSY) {
-		my_cpu_base = thread_cpu_ns();
-		atomic_store(&t->cpu_ns, my_cpu_base);
-	}
+	bool was_in_call = in_call;
+	in_call = false;
+	if (t && atomic_load(&t->state) == PCB_THREAD_BUSY)
+		set_base(dev, t);
+	else if (t && was_in_call)
+		atomic_store(&t->cpu_ns, my_cpu_base); /* idle: resuming re-bases; drop the in-call mark */
+}
+
+uint64_t cxip_vt_enter(struct cxip_dev *dev)
+{
+	struct pcb_thread *t = self(dev);
+	return t ? charge_how(dev, t, true, true) : 0;
 }
 
 void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot)
 {
 	/* A new thread starts idle (nobody wakes it: PCB_WAIT_NONE), then resumes at the horizon, so the daemon
 	 * never sees it busy with a clock it has not set yet. */
-	cpu_read_cost();
-	my_cpu_base = thread_cpu_ns();
+	in_call = false;
+	if (dev->pcb->cpu_scale > 0)
+		cpu_read_cost();
+	my_cpu_base = cpu_sample(dev);
 	struct pcb_thread *t = &dev->pcb->threads[slot];
 	uint32_t hwm = atomic_load(&dev->pcb->slots_hwm);
 	while (hwm < (uint32_t)slot + 1 && !atomic_compare_exchange_weak(&dev->pcb->slots_hwm, &hwm, (uint32_t)slot + 1))
@@ -227,7 +267,7 @@ uint64_t cxip_vt_stamp(struct cxip_dev *dev, uint64_t *last_stamp)
 	struct pcb_thread *t = self(dev);
 	if (!t)
 		return atomic_load(&dev->pcb->horizon_ps);
-	uint64_t clock = charge(dev, t);
+	uint64_t clock = charge_how(dev, t, true, true); /* the emission re-bases at its exit */
 	/* The commands of one queue take effect in order: a thread that queues behind a later stamp waits. */
 	if (*last_stamp > clock) {
 		advance_to(t, *last_stamp);
@@ -237,9 +277,9 @@ uint64_t cxip_vt_stamp(struct cxip_dev *dev, uint64_t *last_stamp)
 	return clock;
 }
 
-static uint64_t idle_lazy(struct cxip_dev *dev, struct pcb_thread *t, uint32_t wait_id)
+static uint64_t idle_lazy(struct cxip_dev *dev, struct pcb_thread *t, uint32_t wait_id, bool enter)
 {
-	uint64_t clock = charge(dev, t);
+	uint64_t clock = charge_how(dev, t, true, enter);
 	atomic_store(&t->deadline_ps, UINT64_MAX);
 	atomic_store(&t->wait_id, wait_id);
 	atomic_store(&t->state, PCB_THREAD_IDLE);
@@ -251,7 +291,7 @@ void cxip_vt_idle_lazy(struct cxip_dev *dev, uint32_t wait_id)
 {
 	struct pcb_thread *t = self(dev);
 	if (t)
-		idle_lazy(dev, t, wait_id);
+		idle_lazy(dev, t, wait_id, false);
 }
 
 uint64_t cxip_vt_request_begin(struct cxip_dev *dev, uint32_t *slot)
@@ -261,7 +301,7 @@ uint64_t cxip_vt_request_begin(struct cxip_dev *dev, uint32_t *slot)
 	if (!t)
 		return 0;
 	*slot = (uint32_t)(t - dev->pcb->threads);
-	return idle_lazy(dev, t, PCB_WAIT_REQUEST);
+	return idle_lazy(dev, t, PCB_WAIT_REQUEST, true); /* the request re-bases at its exit */
 }
 
 void cxip_vt_resume(struct cxip_dev *dev)
@@ -346,8 +386,7 @@ static int idle_on(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bo
 	}
 	while (atomic_load(&t->state) == PCB_THREAD_WAKING)
 		sched_yield();
-	my_cpu_base = thread_cpu_ns();
-	atomic_store(&t->cpu_ns, my_cpu_base);
+	set_base(dev, t);
 	if (deadline != UINT64_MAX && atomic_load(&t->vclock_ps) >= deadline)
 		return -FI_ETIMEDOUT;
 	return 0;
@@ -431,7 +470,7 @@ static int op_now(uint64_t *ps)
 		*ps = c > h ? c : h;
 		return 0;
 	}
-	*ps = charge_how(dev, t, false);
+	*ps = charge_how(dev, t, false, false);
 	return 0;
 }
 
