@@ -451,7 +451,7 @@ static void stall_check_client(struct daemon *d, struct client *c, double wall, 
 			continue;
 		if (known && st == 'R' && d->emu->cpu_scale > 0) {
 			if (cpu <= base)
-				continue; /* runnable but not on a CPU yet */
+				continue; /* runnable but not on a CPU yet, or inside a provider call (base UINT64_MAX) */
 			/* Computing: its CPU time keeps advancing its clock. */
 			simtime_t eff = atomic_load(&t->vclock_ps) + (simtime_t)((double)(cpu - base) * 1e3 * d->emu->cpu_scale);
 			if (eff > clk && mark_stalled(t, v)) {
