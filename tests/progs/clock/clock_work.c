@@ -17,30 +17,6 @@
 
 #define ITERS 20
 
-static uint64_t raw_clock_ns(clockid_t c)
-{
-	struct timespec ts;
-	long r;
-	__asm__ volatile("syscall" : "=a"(r) : "a"(SYS_clock_gettime), "D"(c), "S"(&ts) : "rcx", "r11", "memory");
-	return r == 0 ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 0;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void burn(uint64_t ns)
-{
-	uint64_t t0 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	volatile uint64_t x = 0;
-	while (raw_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0 < ns)
-		for (int i = 0; i < 1000; i++)
-			x++;
-}
-
 static bool mpi_order;
 
 static void msg(struct t_ep *t, fi_addr_t peer, bool send_first)
@@ -116,13 +92,13 @@ int main(int argc, char **argv)
 	fi_addr_t peer = t_insert(&t, name);
 	msg(&t, peer, true); /* both sides attached and warm */
 	for (int i = 0; i < ITERS; i++) {
-		uint64_t v0 = mono_ns(), c0 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = raw_clock_ns(CLOCK_MONOTONIC);
+		uint64_t v0 = t_mono_ns(), c0 = t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = t_raw_clock_ns(CLOCK_MONOTONIC);
 		if (!strcmp(a.mode, "burn")) {
-			burn(1000000);
+			t_burn_cpu(1000000);
 		} else if (!strcmp(a.mode, "reg")) {
 			static char region[4096];
 			struct fid_mr *mr;
-			burn(1000000);
+			t_burn_cpu(1000000);
 			T_OK(fi_mr_reg(t.dom, region, sizeof(region), FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL));
 			T_OK(fi_close(&mr->fid));
 		} else if (!strcmp(a.mode, "sleep")) {
@@ -131,7 +107,7 @@ int main(int argc, char **argv)
 		} else {
 			msg(&t, peer, true);
 		}
-		uint64_t w1 = raw_clock_ns(CLOCK_MONOTONIC), c1 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), v1 = mono_ns();
+		uint64_t w1 = t_raw_clock_ns(CLOCK_MONOTONIC), c1 = t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), v1 = t_mono_ns();
 		printf("%s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", a.mode, v1 - v0, c1 - c0, w1 - w0);
 		if (strncmp(a.mode, "rt", 2))
 			msg(&t, peer, true);

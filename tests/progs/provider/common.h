@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +72,33 @@ static inline double t_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline uint64_t t_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Clock c read by the system call instruction: libc's clock_gettime and syscall() are the clock
+ * interposer's under `cxisim exec`, this is the real clock (wall or the thread's CPU time). */
+static inline uint64_t t_raw_clock_ns(clockid_t c)
+{
+	struct timespec ts = {0, 0};
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(SYS_clock_gettime), "D"(c), "S"(&ts) : "rcx", "r11", "memory");
+	return r == 0 ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 0;
+}
+
+/* Spends ns of the thread's real CPU time. */
+static inline void t_burn_cpu(uint64_t ns)
+{
+	uint64_t t0 = t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	volatile uint64_t x = 0;
+	while (t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0 < ns)
+		for (int i = 0; i < 1000; i++)
+			x++;
 }
 
 /* ---- pipes between the processes of one test ---- */

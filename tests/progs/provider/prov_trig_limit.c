@@ -14,30 +14,6 @@
 
 static struct t_ep t;
 
-static uint64_t raw_clock_ns(clockid_t c)
-{
-	struct timespec ts;
-	long r;
-	__asm__ volatile("syscall" : "=a"(r) : "a"(SYS_clock_gettime), "D"(c), "S"(&ts) : "rcx", "r11", "memory");
-	return r == 0 ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 0;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void burn(uint64_t ns)
-{
-	uint64_t t0 = raw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	volatile uint64_t x = 0;
-	while (raw_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0 < ns)
-		for (int i = 0; i < 1000; i++)
-			x++;
-}
-
 static struct fid_cntr *cntr_open(void)
 {
 	struct fi_cntr_attr a = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
@@ -56,7 +32,7 @@ static void *wait_thread(void *arg)
 {
 	struct waiter *w = arg;
 	w->rc = fi_cntr_wait(w->c, 1, 30000);
-	w->woke = mono_ns();
+	w->woke = t_mono_ns();
 	return NULL;
 }
 
@@ -95,8 +71,8 @@ int main(void)
 	struct waiter wt = { .c = seen };
 	pthread_t th;
 	pthread_create(&th, NULL, wait_thread, &wt);
-	burn(2000000);
-	uint64_t t0 = mono_ns();
+	t_burn_cpu(2000000);
+	uint64_t t0 = t_mono_ns();
 	T_OK(fi_control(&t.dom->fid, FI_QUEUE_WORK, &now));
 	pthread_join(th, NULL);
 	T_CHECK(wt.rc == 0 && wt.woke >= t0, "the counter add took effect at the caller's time: the waiter woke %.3f us "

@@ -10,17 +10,6 @@
 
 #define ROUNDS 100
 
-/* The real monotonic clock through the system call instruction (libc's clock_gettime and syscall() are
- * the clock interposer's under `cxisim exec`). */
-static double raw_now(void)
-{
-	struct timespec ts = {0, 0};
-	long r;
-	__asm__ volatile("syscall" : "=a"(r) : "a"(SYS_clock_gettime), "D"(CLOCK_MONOTONIC), "S"(&ts) : "rcx", "r11", "memory");
-	(void)r;
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static volatile int *done_flag; /* shared with the children: B and C are done */
 static int done_pipe[2];
 static bool compute;
@@ -34,9 +23,9 @@ static int staller(void *arg)
 		/* Compute, never entering the provider, until the others are done (bounded: 60 s of wall time,
 		 * read with a raw system call: under `cxisim exec` clock_gettime is virtual time, which this loop
 		 * must not wait for). */
-		double end = raw_now() + 60;
+		double end = (t_raw_clock_ns(CLOCK_MONOTONIC) * 1e-9) + 60;
 		volatile uint64_t x = 0;
-		while (!*done_flag && raw_now() < end)
+		while (!*done_flag && (t_raw_clock_ns(CLOCK_MONOTONIC) * 1e-9) < end)
 			for (int i = 0; i < 100000; i++)
 				x += (uint64_t)i;
 		T_CHECK(*done_flag, "the others finished while this process computed");
