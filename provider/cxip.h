@@ -194,6 +194,7 @@ struct cxip_dev {
 	size_t nwaiters, waiters_cap;
 	/* virtual mode (vtime.c) */
 	bool virt;
+	double cpu_scale;      /* pcb->cpu_scale, copied at attach: the pcb's first line is the daemon's (vtime.c) */
 	int pcb_efd;           /* rung when the daemon waits for one of this process's threads */
 	struct cxip_pollable *pollables; /* CQs and EQs: what an idle thread checks before it parks */
 	size_t npollables, pollables_cap;

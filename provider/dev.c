@@ -390,6 +390,7 @@ static int attach(struct cxip_dev *dev)
 	}
 	dev->pcb = m.addr;
 	dev->pcb_bytes = m.len;
+	dev->cpu_scale = dev->pcb->cpu_scale;
 	/* Let the daemon's DMA engine reach this process's memory (Yama ptrace scope 1). */
 	prctl(PR_SET_PTRACER, (unsigned long)dev->info.daemon_pid, 0, 0, 0);
 	return 0;

@@ -95,10 +95,12 @@ static __thread bool in_call;
 /* The thread's CPU time, or 0 when CPU time is free (cpu_scale 0: nothing uses it, so no read at all). */
 static uint64_t cpu_sample(struct cxip_dev *dev)
 {
-	return dev->pcb->cpu_scale > 0 ? thread_cpu_ns() : 0;
+	return dev->cpu_scale > 0 ? thread_cpu_ns() : 0;
 }
 
-/* A new base of charging: the CPU time now, published (or, inside a call, the in-call mark). */
+/* A new base of charging: the CPU time now, published (or, inside a call, the in-call mark).  The read is
+ * the last thing before the application runs again: the store after it only publishes (a release store,
+ * which waits for nothing), so no wait for the slot's cache line, which the daemon shares, is charged. */
 static void set_base(struct cxip_dev *dev, struct pcb_thread *t)
 {
 	if (in_call) {
@@ -106,7 +108,7 @@ static void set_base(struct cxip_dev *dev, struct pcb_thread *t)
 		return;
 	}
 	my_cpu_base = cpu_sample(dev);
-	atomic_store(&t->cpu_ns, my_cpu_base);
+	atomic_store_explicit(&t->cpu_ns, my_cpu_base, memory_order_release);
 }
 static __thread bool internal_thread;  /* the provider's own threads (watchdog) keep the real clock */
 
@@ -167,14 +169,19 @@ static bool resume(struct cxip_dev *dev, struct pcb_thread *t)
  * enter: the caller re-bases at its exit (cxip_vt_rebase), so this read is the only one until then. */
 static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool entered, bool enter)
 {
+	/* The CPU clock is read before anything else, so that the span charged ends where the application's
+	 * code does: the loads below touch lines the daemon writes (the slot, the pcb), and waiting for them is
+	 * the emulation's cost, not the application's. */
+	bool sample = !in_call && dev->cpu_scale > 0;
+	uint64_t cpu = sample ? thread_cpu_ns() : 0;
 	/* Resuming sets the base (one read): what follows it here is the provider's own work. */
 	bool resumed = atomic_load(&t->state) != PCB_THREAD_BUSY;
 	if (resumed)
 		resume(dev, t);
-	if (!in_call && !resumed && dev->pcb->cpu_scale > 0) {
-		uint64_t cpu = thread_cpu_ns(), cost = cpu_read_cost();
+	if (sample && !resumed) {
+		uint64_t cost = cpu_read_cost();
 		if (cpu > my_cpu_base + cost) {
-			uint64_t ps = (uint64_t)((double)(cpu - my_cpu_base - cost) * 1e3 * dev->pcb->cpu_scale);
+			uint64_t ps = (uint64_t)((double)(cpu - my_cpu_base - cost) * 1e3 * dev->cpu_scale);
 			atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + ps);
 		}
 		my_cpu_base = cpu;
@@ -233,7 +240,7 @@ void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot)
 	/* A new thread starts idle (nobody wakes it: PCB_WAIT_NONE), then resumes at the horizon, so the daemon
 	 * never sees it busy with a clock it has not set yet. */
 	in_call = false;
-	if (dev->pcb->cpu_scale > 0)
+	if (dev->cpu_scale > 0)
 		cpu_read_cost();
 	my_cpu_base = cpu_sample(dev);
 	struct pcb_thread *t = &dev->pcb->threads[slot];
