@@ -204,3 +204,25 @@ def test_policy_ordering(matrix):
     # bottleneck and RNR moves the cost of not-ready receives to the clients' cores.  Margin 10%.
     for mode in modes:
         assert rate(runs, "hardware", "standard", "cxi_rnr") >= 1.1 * rate(runs, mode, "standard", "cxi"), mode
+
+
+def test_rank_labels_policies_not_their_measurement_windows():
+    """policy-matrix scales its windows to each strategy and protocol, so warmup_us / measure_us differ between
+    policies at one client count; they describe the measurement, and the ranking leaves them out of the label.
+    A numeric field swept for its own sake (nic.pct_conn_ns) is a policy and stays."""
+    from cxisim.ranking import policy_fields
+    from cxisim.summary import Run
+
+    def run(clients, strategy, cost):
+        window = clients * (10 if strategy == "multi_recv" else 60)
+        scenario = {"rpc_server": {"strategy": strategy}, "nic": {"pct_conn_ns": cost},
+                    "rpc_client": {"processes": clients, "measure_us": window}}
+        return Run("/nowhere", scenario, {"rpc_client": {"processes": clients}, "rpc_server": {"rpc_rate": 1.0}}, {})
+
+    runs = [run(n, s, 0) for n in (100, 200) for s in ("standard", "multi_recv")]
+    assert policy_fields(runs) == ["rpc_server.strategy"]
+    runs += [run(n, s, 50) for n in (100, 200) for s in ("standard", "multi_recv")]
+    assert policy_fields(runs) == ["rpc_server.strategy", "nic.pct_conn_ns"]
+    # Only numeric fields vary: nothing to tell a window from a policy, all are kept.
+    runs = [run(n, "standard", c) for n in (100, 200) for c in (0, 50)]
+    assert policy_fields(runs) == ["nic.pct_conn_ns"]
