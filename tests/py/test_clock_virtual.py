@@ -51,9 +51,11 @@ def test_control_requests_take_effect_at_the_callers_time(tmp_path):
     good = [abs(virt - cpu) < 0.05 * cpu for virt, cpu, _ in rows]
     assert sum(good) >= 18, rows
     c = emulation_counters(tmp_path / "run")
-    # requests that waited for the engine to reach their time (all of them, unless the stall rule had
-    # already taken the engine past it while the thread burnt CPU)
-    assert c.get("held_requests", 0) >= 5, c
+    # requests that waited for the engine to reach their time, or found it there because their sender's own
+    # bound (PCB_WAIT_REQUEST) took it there first: 13 measured (idle and with 2 CPU hogs, 8 runs); 3-5
+    # with the hold disabled (counting only the second kind: it raced with the request, and the old
+    # threshold of 5 failed 3 runs in 4 on main at 1354301 because that case was not counted)
+    assert c.get("held_requests", 0) >= 10, c
     assert c.get("causality_lag_count", 0) == 0, c
 
 
