@@ -22,13 +22,31 @@ DETAIL = [
     ("server FC ms", "rpc_server.fc_host_ns", lambda v: f"{v / 1e6:.2f}"),
     ("RNR NACKs", "rpc_client.rnr_nacks", lambda v: str(v)),
     ("client RNR ms", "rpc_client.rnr_host_ns", lambda v: f"{v / 1e6:.2f}"),
+    ("client FC ms", "rpc_client.fc_host_ns", lambda v: f"{v / 1e6:.2f}"),
     ("unexpected", "rpc_server.unexpected_posts", lambda v: str(v)),
     ("sw matched", "rpc_server.software_matched", lambda v: str(v)),
 ]
 
 
+def _numeric(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _determined(runs, f, by):
+    """Whether field f takes one value for each combination of the client count and the fields `by`."""
+    seen = {}
+    for r in runs:
+        key = (repr(r.get(XPATH)),) + tuple(repr(r.params.get(b)) for b in by)
+        if seen.setdefault(key, repr(r.params.get(f))) != repr(r.params.get(f)):
+            return False
+    return True
+
+
 def policy_fields(runs):
-    """Scenario fields that vary between runs, other than the client count and what it determines."""
+    """Scenario fields that vary between runs, other than the client count and what it determines.  A numeric
+    field that the client count and the non-numeric policy fields determine (a measurement window the scenario
+    scales to each policy, e.g. policy-matrix's warmup_us / measure_us / start_spread_us) is left out too: it
+    describes how the policy was measured, not the policy."""
     fields = []
     for f in varying(runs):
         by_x = {}
@@ -37,7 +55,10 @@ def policy_fields(runs):
         # a field that never differs between runs of the same client count is derived from it
         if any(len(v) > 1 for v in by_x.values()):
             fields.append(f)
-    return fields
+    words = [f for f in fields if not any(_numeric(r.params.get(f)) for r in runs)]
+    if not words:
+        return fields
+    return [f for f in fields if f in words or not _determined(runs, f, words)]
 
 
 def label(run, fields):

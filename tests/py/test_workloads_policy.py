@@ -61,6 +61,35 @@ def test_flow_control_recovery_costs_both_ends(run_scenario):
     assert free["rpc_server"]["rpc_rate"] > 1.3 * s["rpc_rate"], (free["rpc_server"]["rpc_rate"], s["rpc_rate"])
 
 
+# RNR with 4 client processes x 32 RPCs in flight against 8 posted receives: most sends are NACKed and
+# retried, and the retry work falls on the 4 client cores.
+RNR_BUSY_CLIENTS = {"topology": "direct", "drain": "true", "clients": 4, "in_flight": 32, "post_init": 8,
+                    "post_incr": 0, "match_mode": "hardware", "strategy": "standard", "protocol": "cxi_rnr",
+                    "warmup_us": 500, "measure_us": 2000}
+
+
+def test_rnr_retry_work_slows_the_clients_own_progress(run_scenario):
+    """The initiator's RNR work (each NACK taken and queued for retry, each resubmission from the wait queue)
+    is charged to the client's own core, so its next forward and the handling of its completions wait
+    behind it.  Free, the 4 clients keep the server's 8 receives busy (~0.86 M RPC/s, measured); at 10 us
+    per step, each client core is saturated by retries and the rate falls to ~0.18 M (measured) while the
+    server thread idles: the test asks for under half, and the server under half busy."""
+    _, free = run_scenario(MATRIX, {**RNR_BUSY_CLIENTS, "cxi.rnr_nack_ns": 0, "cxi.rnr_retry_ns": 0})
+    _, paid = run_scenario(MATRIX, {**RNR_BUSY_CLIENTS, "cxi.rnr_nack_ns": 10000, "cxi.rnr_retry_ns": 10000})
+    for m in (free, paid):
+        no_loss(m)
+        assert m["rpc_client"]["rnr_nacks"] > 100, m["rpc_client"]
+    assert free["rpc_client"]["rnr_host_ns"] == 0
+    c = paid["rpc_client"]
+    # Every NACK and every resubmission, at its price, is on the clients' account ...
+    assert c["rnr_host_ns"] == 10000 * (c["rnr_nacks"] + c["rnr_retries"]), c
+    # ... and the clients' progress pays for it: the closed loop slows down, and the server waits for work.
+    assert paid["rpc_server"]["rpc_rate"] < 0.5 * free["rpc_server"]["rpc_rate"], (
+        paid["rpc_server"]["rpc_rate"], free["rpc_server"]["rpc_rate"])
+    assert paid["rpc_server"]["thread_utilization"] < 0.5 * free["rpc_server"]["thread_utilization"]
+    assert paid["rpc_client"]["latency_ns"]["p50"] > 4 * free["rpc_client"]["latency_ns"]["p50"]
+
+
 # One server thread, 1,024 clients with one RPC each, nothing exhausted (the default 16,384 LEs).
 STEADY = {"topology": "direct", "clients": 1024, "match_mode": "hybrid", "protocol": "cxi",
           "warmup_us": 2000, "measure_us": 3000}
@@ -175,3 +204,25 @@ def test_policy_ordering(matrix):
     # bottleneck and RNR moves the cost of not-ready receives to the clients' cores.  Margin 10%.
     for mode in modes:
         assert rate(runs, "hardware", "standard", "cxi_rnr") >= 1.1 * rate(runs, mode, "standard", "cxi"), mode
+
+
+def test_rank_labels_policies_not_their_measurement_windows():
+    """policy-matrix scales its windows to each strategy and protocol, so warmup_us / measure_us differ between
+    policies at one client count; they describe the measurement, and the ranking leaves them out of the label.
+    A numeric field swept for its own sake (nic.pct_conn_ns) is a policy and stays."""
+    from cxisim.ranking import policy_fields
+    from cxisim.summary import Run
+
+    def run(clients, strategy, cost):
+        window = clients * (10 if strategy == "multi_recv" else 60)
+        scenario = {"rpc_server": {"strategy": strategy}, "nic": {"pct_conn_ns": cost},
+                    "rpc_client": {"processes": clients, "measure_us": window}}
+        return Run("/nowhere", scenario, {"rpc_client": {"processes": clients}, "rpc_server": {"rpc_rate": 1.0}}, {})
+
+    runs = [run(n, s, 0) for n in (100, 200) for s in ("standard", "multi_recv")]
+    assert policy_fields(runs) == ["rpc_server.strategy"]
+    runs += [run(n, s, 50) for n in (100, 200) for s in ("standard", "multi_recv")]
+    assert policy_fields(runs) == ["rpc_server.strategy", "nic.pct_conn_ns"]
+    # Only numeric fields vary: nothing to tell a window from a policy, all are kept.
+    runs = [run(n, "standard", c) for n in (100, 200) for c in (0, 50)]
+    assert policy_fields(runs) == ["nic.pct_conn_ns"]
