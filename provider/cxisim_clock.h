@@ -40,6 +40,12 @@ struct cxisim_clock_ops {
 	 * the signal's delivery (0: the op reads it, as `now`); post_ns: the calibrated cost of the way back
 	 * (the rest of the handler, sigreturn), by which the next charged span starts later. */
 	int (*now_trapped)(uint64_t span_end_cpu_ns, uint64_t post_ns, uint64_t *ps);
+	/* Version 2.  `now`, and the thread is inside the emulation until `leave`: the interposer's own work in
+	 * a virtual wait (its readiness checks, the real poll(0)s between idles) is not charged.  Calls of
+	 * the other ops in between read no CPU clock.  A thread that is not a busy provider user gets `now`'s
+	 * answer and nothing else (leave is then a no-op). */
+	int (*enter)(uint64_t *ps);
+	void (*leave)(void);
 };
 /* Exported by libcxisim-clock.so (LD_PRELOADed by `cxisim exec`, so its symbols are global). The
  * provider finds it with dlsym(RTLD_DEFAULT, "cxisim_clock_register") at attach; absent = no

@@ -54,8 +54,8 @@ static uint64_t thread_cpu_ns(void)
  * calls (~150 ns in fi_pingpong).  It is the emulation's own work, so it is never charged.  The cost is not
  * a constant: it moves between levels (330, 440, 500, 600, 820 ns measured back to back) for periods of
  * milliseconds, with host load and from run to run, so one figure calibrated at start charged up to ~0.5 us
- * per call of the emulation's cost in some runs and not in others.  So every charge measures it: a second
- * read right after the one that ends the span, back to back (span_read_cost).  The smallest of 64 reads at
+ * per call of the emulation's cost in some runs and not in others.  So the charges measure it: a second
+ * read right after the one that ends the span, back to back, every READ_COST_EVERY charges (span_read_cost).  The smallest of 64 reads at
  * start (read_cost_floor) only bounds that sample: one above READ_COST_CAP x the floor was interrupted (a
  * tick, a preemption between the two reads) and the last good sample stands in for it. */
 static _Atomic uint64_t read_cost_ns = UINT64_MAX;
@@ -78,11 +78,17 @@ static uint64_t read_cost_floor(void)
 }
 
 static __thread uint64_t last_read_cost;
+static __thread unsigned read_cost_age;
+/* A sample every READ_COST_EVERY charges: the levels last milliseconds, a sample costs a system call. */
+#define READ_COST_EVERY 4
 
 /* The cost of the read that returned `cpu` (the one that ends the span being charged); cpu 0: of a read now
  * (the span's end was read by someone else: a trapped instruction, op_now_trapped). */
 static uint64_t span_read_cost(uint64_t cpu)
 {
+	if (last_read_cost && ++read_cost_age < READ_COST_EVERY)
+		return last_read_cost;
+	read_cost_age = 0;
 	if (!cpu)
 		cpu = thread_cpu_ns();
 	uint64_t c = thread_cpu_ns() - cpu, floor = read_cost_floor();
@@ -503,7 +509,7 @@ static struct pcb_thread *user_self(struct cxip_dev *dev)
 
 static const struct cxisim_clock_ops clock_ops;
 
-static int now_ending(uint64_t *ps, const struct span_end *end)
+static int now_ending(uint64_t *ps, const struct span_end *end, bool enter)
 {
 	struct cxip_dev *dev = ops_dev();
 	if (!dev)
@@ -515,13 +521,25 @@ static int now_ending(uint64_t *ps, const struct span_end *end)
 		*ps = c > h ? c : h;
 		return 0;
 	}
-	*ps = charge_how(dev, t, false, false, end);
+	*ps = charge_how(dev, t, false, enter, end);
 	return 0;
 }
 
 static int op_now(uint64_t *ps)
 {
-	return now_ending(ps, NULL);
+	return now_ending(ps, NULL, false);
+}
+
+static int op_enter(uint64_t *ps)
+{
+	return now_ending(ps, NULL, true);
+}
+
+static void op_leave(void)
+{
+	struct cxip_dev *dev = ops_dev();
+	if (dev && in_call)
+		cxip_vt_rebase(dev);
 }
 
 /* An emulated instruction (rdtsc) should cost the application what the instruction does (nothing worth
@@ -530,7 +548,7 @@ static int op_now(uint64_t *ps)
 static int op_now_trapped(uint64_t span_end_cpu_ns, uint64_t post_ns, uint64_t *ps)
 {
 	struct span_end end = {span_end_cpu_ns, post_ns};
-	return now_ending(ps, span_end_cpu_ns ? &end : NULL);
+	return now_ending(ps, span_end_cpu_ns ? &end : NULL, false);
 }
 
 static int op_sleep_until(uint64_t deadline, uint64_t *now)
@@ -569,6 +587,8 @@ static const struct cxisim_clock_ops clock_ops = {
 	.sleep_until = op_sleep_until,
 	.wait = op_wait,
 	.now_trapped = op_now_trapped,
+	.enter = op_enter,
+	.leave = op_leave,
 };
 
 typedef void (*clock_register_fn)(const struct cxisim_clock_ops *);
