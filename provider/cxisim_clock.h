@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 /* Registered by the provider with the clock interposer when a process attaches in virtual time. */
-#define CXISIM_CLOCK_OPS_VERSION 1
+#define CXISIM_CLOCK_OPS_VERSION 2
 struct cxisim_clock_ops {
 	uint32_t version;
 	/* The calling thread's virtual time in picoseconds (the thread gets its slot on first use, its CPU
@@ -34,6 +34,18 @@ struct cxisim_clock_ops {
 	 * Used by poll/epoll_wait/select/pthread_cond_timedwait with timeouts: the caller re-polls its
 	 * real fds with a 0 timeout after each return. 0 on success with *now_ps, -1: not virtual. */
 	int (*wait)(uint64_t deadline_ps, uint64_t *now_ps);
+	/* Version 2.  `now` for an emulated instruction (a trapped rdtsc): the CPU the trap costs the thread is
+	 * not charged.  span_end_cpu_ns: the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) where the application's
+	 * code stopped -- the caller's first read in its handler less the calibrated cost of the fault and
+	 * the signal's delivery (0: the op reads it, as `now`); post_ns: the calibrated cost of the way back
+	 * (the rest of the handler, sigreturn), by which the next charged span starts later. */
+	int (*now_trapped)(uint64_t span_end_cpu_ns, uint64_t post_ns, uint64_t *ps);
+	/* Version 2.  `now`, and the thread is inside the emulation until `leave`: the interposer's own work in
+	 * a virtual wait (its readiness checks, the real poll(0)s between idles) is not charged.  Calls of
+	 * the other ops in between read no CPU clock.  A thread that is not a busy provider user gets `now`'s
+	 * answer and nothing else (leave is then a no-op). */
+	int (*enter)(uint64_t *ps);
+	void (*leave)(void);
 };
 /* Exported by libcxisim-clock.so (LD_PRELOADed by `cxisim exec`, so its symbols are global). The
  * provider finds it with dlsym(RTLD_DEFAULT, "cxisim_clock_register") at attach; absent = no

@@ -18,9 +18,8 @@ static int fabric_close(struct fid *fid)
 }
 
 /* fi_trywait over a set of objects: -FI_EAGAIN if any of them has something to read. */
-static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+static int trywait_all(struct fid **fids, int count)
 {
-	(void)fabric;
 	if (count < 0 || (count && !fids))
 		return -FI_EINVAL;
 	for (int i = 0; i < count; i++) {
@@ -35,6 +34,22 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 			return ret;
 	}
 	return 0;
+}
+
+static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	(void)fabric;
+	/* Virtual mode: a provider call like the others, charged up to its entry; its own work (the eventfd
+	 * drains, the arming) is not the application's. */
+	struct cxip_dev *dev = cxip_dev_current();
+	if (dev && !dev->virt)
+		dev = NULL;
+	if (dev)
+		cxip_vt_enter(dev);
+	int ret = trywait_all(fids, count);
+	if (dev)
+		cxip_vt_rebase(dev);
+	return ret;
 }
 
 static int fabric_pep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep, void *context)

@@ -205,6 +205,51 @@ int clk_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t *ns)
 	return 0;
 }
 
+int clk_trap_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t span_end_cpu_ns, uint64_t post_ns,
+			uint64_t *ns)
+{
+	if (o->version < 2 || !o->now_trapped)
+		return clk_virtual_ns(o, family, ns);
+	uint64_t ps;
+	t_in_ops++;
+	int r = o->now_trapped(span_end_cpu_ns, post_ns, &ps);
+	t_in_ops--;
+	if (r != 0)
+		return -1;
+	if (atomic_load_explicit(&g_offset_state, memory_order_acquire) != 2)
+		compute_offsets(ps / 1000u);
+	*ns = g_offset[family] + ps / 1000u;
+	return 0;
+}
+
+int clk_enter_now(const struct cxisim_clock_ops *o, uint64_t *ps)
+{
+	if (o->version < 2 || !o->enter || !o->leave)
+		return clk_now_ps(o, ps);
+	t_in_ops++;
+	int r = o->enter(ps);
+	t_in_ops--;
+	if (r == 0 && atomic_load_explicit(&g_offset_state, memory_order_acquire) != 2)
+		compute_offsets(*ps / 1000u);
+	return r;
+}
+
+void clk_leave(const struct cxisim_clock_ops *o)
+{
+	if (o->version < 2 || !o->enter || !o->leave)
+		return;
+	int e = errno;
+	t_in_ops++;
+	o->leave();
+	t_in_ops--;
+	errno = e;
+}
+
+double clk_cpu_scale(void)
+{
+	return g_cpu_scale;
+}
+
 int clk_sleep_until(const struct cxisim_clock_ops *o, uint64_t deadline_ps, uint64_t *now_ps)
 {
 	t_in_ops++;

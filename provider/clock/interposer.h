@@ -25,6 +25,16 @@ const struct cxisim_clock_ops *clk_active(const void *ra);
 
 /* Virtual time of the calling thread in ns of family f (offset applied); 0 on success, -1: use real. */
 int clk_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t *ns);
+/* clk_virtual_ns for a trapped instruction (cxisim_clock_ops.now_trapped; plain now with version-1 ops). */
+int clk_trap_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t span_end_cpu_ns, uint64_t post_ns,
+			uint64_t *ns);
+/* clk_now_ps that also enters the emulation (cxisim_clock_ops.enter): what follows, up to clk_leave, is the
+ * interposer's own work (a virtual wait), not charged.  Only on paths that are virtual (after the decision
+ * not to make the real call), and every return after a successful enter passes clk_leave. */
+int clk_enter_now(const struct cxisim_clock_ops *o, uint64_t *ps);
+void clk_leave(const struct cxisim_clock_ops *o);
+/* CXISIM_CPU_SCALE (< 0: not given, CPU clocks stay real). */
+double clk_cpu_scale(void);
 /* The calling thread's virtual time in ps (no offset). */
 int clk_now_ps(const struct cxisim_clock_ops *o, uint64_t *ps);
 /* Offset in ns of family f (valid after the first successful clk_virtual_ns/clk_now_ps). */

@@ -60,9 +60,11 @@ static int valid_ts(const struct timespec *ts)
 static int vsleep_rel(const struct cxisim_clock_ops *o, uint64_t rel_ns)
 {
 	uint64_t now;
-	if (clk_now_ps(o, &now) != 0)
+	if (clk_enter_now(o, &now) != 0)
 		return -1;
-	return clk_sleep_until(o, sat_add(now, clk_ns_to_ps(rel_ns)), &now);
+	int r = clk_sleep_until(o, sat_add(now, clk_ns_to_ps(rel_ns)), &now);
+	clk_leave(o);
+	return r;
 }
 
 /* A deadline given on clock c as an absolute time: the virtual deadline in ps (offsets known after
@@ -84,12 +86,12 @@ static int vclock_nanosleep(const struct cxisim_clock_ops *o, clockid_t c, int f
 	if (!(flags & TIMER_ABSTIME))
 		return vsleep_rel(o, clk_ts_to_ns(req)) == 0 ? 0 : -1;
 	uint64_t now;
-	if (clk_now_ps(o, &now) != 0)
+	if (clk_enter_now(o, &now) != 0)
 		return -1;
 	uint64_t deadline = abs_deadline_ps(f, req);
-	if (deadline <= now)
-		return 0;
-	return clk_sleep_until(o, deadline, &now) == 0 ? 0 : -1;
+	int r = deadline <= now ? 0 : clk_sleep_until(o, deadline, &now) == 0 ? 0 : -1;
+	clk_leave(o);
+	return r;
 }
 
 CLK_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
@@ -169,37 +171,58 @@ long clk_syscall_sleep(const struct cxisim_clock_ops *o, long nr, long a, long b
 /* ---- waits for readiness ---- */
 
 /* Calls check() (non-blocking) until it reports something (> 0, or < 0 an error) or the virtual clock
- * reaches deadline_ps (returns 0).  *real_fallback = 1 when the process left virtual mode. */
+ * reaches deadline_ps (returns 0).  *real_fallback = 1 when the process left virtual mode.  Entered
+ * (clk_enter_now) by the caller: the checks are the interposer's work, not charged; it leaves on return.
+ * now_ps (if not NULL): the virtual time when entered (in), last seen (out). */
+static int wait_ready_at(const struct cxisim_clock_ops *o, uint64_t deadline_ps, int (*check)(void *), void *arg,
+			 int *real_fallback, uint64_t *now_ps)
+{
+	*real_fallback = 0;
+	uint64_t now = now_ps ? *now_ps : 0;
+	int r;
+	for (;;) {
+		r = check(arg);
+		if (r != 0)
+			break;
+		if (clk_now_ps(o, &now) != 0) {
+			*real_fallback = 1;
+			break;
+		}
+		if (now >= deadline_ps)
+			break;
+		if (clk_wait(o, deadline_ps, &now) != 0) {
+			*real_fallback = 1;
+			break;
+		}
+	}
+	clk_leave(o);
+	if (now_ps)
+		*now_ps = now;
+	return r;
+}
+
 static int wait_ready(const struct cxisim_clock_ops *o, uint64_t deadline_ps, int (*check)(void *), void *arg,
 		      int *real_fallback)
 {
-	*real_fallback = 0;
-	for (;;) {
-		int r = check(arg);
-		if (r != 0)
-			return r;
-		uint64_t now;
-		if (clk_now_ps(o, &now) != 0) {
-			*real_fallback = 1;
-			return 0;
-		}
-		if (now >= deadline_ps)
-			return 0;
-		if (clk_wait(o, deadline_ps, &now) != 0) {
-			*real_fallback = 1;
-			return 0;
-		}
-	}
+	return wait_ready_at(o, deadline_ps, check, arg, real_fallback, NULL);
 }
 
-/* The virtual deadline rel_ns from now (rel_ns < 0: none, UINT64_MAX), or -1 when not in virtual mode. */
+/* The virtual deadline rel_ns from now (rel_ns < 0: none, UINT64_MAX), or -1 when not in virtual mode.
+ * Enters the emulation: wait_ready leaves it. */
+static int rel_deadline_now(const struct cxisim_clock_ops *o, int64_t rel_ns, uint64_t *deadline, uint64_t *now_ps)
+{
+	uint64_t now;
+	if (clk_enter_now(o, &now) != 0)
+		return -1;
+	*now_ps = now;
+	*deadline = rel_ns < 0 ? UINT64_MAX : sat_add(now, clk_ns_to_ps((uint64_t)rel_ns));
+	return 0;
+}
+
 static int rel_deadline(const struct cxisim_clock_ops *o, int64_t rel_ns, uint64_t *deadline)
 {
 	uint64_t now;
-	if (clk_now_ps(o, &now) != 0)
-		return -1;
-	*deadline = rel_ns < 0 ? UINT64_MAX : sat_add(now, clk_ns_to_ps((uint64_t)rel_ns));
-	return 0;
+	return rel_deadline_now(o, rel_ns, deadline, &now);
 }
 
 /* A poll(2)-style timeout in ms as ns (< 0: infinite). */
@@ -311,16 +334,16 @@ static int select_virtual(const struct cxisim_clock_ops *o, struct select_args *
 			  uint64_t *left_ns, int *fb)
 {
 	uint64_t deadline, now;
-	if (a->nfds < 0 || a->nfds > FD_SETSIZE || rel_deadline(o, rel_ns, &deadline) != 0) {
+	if (a->nfds < 0 || a->nfds > FD_SETSIZE || rel_deadline_now(o, rel_ns, &deadline, &now) != 0) {
 		*fb = 1;
 		return 0;
 	}
 	for (int i = 0; i < 3; i++)
 		if (a->set[i])
 			a->saved[i] = *a->set[i];
-	int r = wait_ready(o, deadline, select_check, a, fb);
+	int r = wait_ready_at(o, deadline, select_check, a, fb, &now);
 	*left_ns = 0;
-	if (!*fb && r > 0 && deadline != UINT64_MAX && clk_now_ps(o, &now) == 0 && now < deadline)
+	if (!*fb && r > 0 && deadline != UINT64_MAX && now < deadline)
 		*left_ns = (deadline - now) / 1000u;
 	if (*fb) /* give the caller its sets back for the real call */
 		for (int i = 0; i < 3; i++)
@@ -374,16 +397,17 @@ static int cond_virtual(const struct cxisim_clock_ops *o, pthread_mutex_t *m, cl
 {
 	int f = clk_family_of(c);
 	uint64_t now;
-	if (f < 0 || clk_now_ps(o, &now) != 0)
+	if (f < 0 || clk_enter_now(o, &now) != 0)
 		return -1;
-	if (!valid_ts(abs))
-		return EINVAL;
+	if (!valid_ts(abs) || now >= abs_deadline_ps(f, abs)) {
+		clk_leave(o);
+		return !valid_ts(abs) ? EINVAL : ETIMEDOUT;
+	}
 	uint64_t deadline = abs_deadline_ps(f, abs);
-	if (now >= deadline)
-		return ETIMEDOUT;
 	pthread_mutex_unlock(m);
 	int r = clk_wait(o, deadline, &now);
 	pthread_mutex_lock(m);
+	clk_leave(o);
 	if (r != 0)
 		return 0; /* left virtual mode: a spurious wakeup, the caller waits again for real */
 	return now >= deadline ? ETIMEDOUT : 0;
@@ -429,9 +453,10 @@ static int sem_virtual(const struct cxisim_clock_ops *o, sem_t *sem, clockid_t c
 {
 	int f = clk_family_of(c);
 	uint64_t now;
-	if (f < 0 || clk_now_ps(o, &now) != 0)
+	if (f < 0 || clk_enter_now(o, &now) != 0)
 		return -2;
 	if (!valid_ts(abs)) {
+		clk_leave(o);
 		errno = EINVAL;
 		return -1;
 	}

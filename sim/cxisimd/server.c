@@ -387,8 +387,13 @@ static bool hold_request(struct client *c, const char *buf, size_t n)
 			pending = true;
 	/* ... and it takes effect at its sender's virtual time, not earlier. */
 	simtime_t vt = vclock_request_stamp(c);
-	if (!pending && vt <= sim_now(c->d->sim))
+	if (!pending && vt <= sim_now(c->d->sim)) {
+		/* The engine is at the stamp already when the sender's own bound took it there before its request
+		 * arrived (PCB_WAIT_REQUEST, vclock.c): it waited for the same thing, so it counts as held. */
+		if (vt == sim_now(c->d->sim) && vt > 0)
+			(*c->d->st_held_reqs)++;
 		return false;
+	}
 	c->held_vt = vt;
 	c->held_req = xmalloc(n);
 	memcpy(c->held_req, buf, n);

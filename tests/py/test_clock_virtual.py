@@ -39,6 +39,20 @@ def test_cpu_burn_advances_virtual_time_by_cpu_scale(cpu_scale):
     assert sum(good) >= 18, rows
 
 
+def test_trapped_counter_reads_are_not_charged():
+    """Where the CPU honours PR_SET_TSC, each rdtsc is a fault, a signal and a sigreturn: ~5 us of the
+    thread's CPU time here, against nanoseconds for the instruction.  That is the emulation's cost (tsc.c):
+    200 reads between two clock reads advance virtual time by a small part of the CPU they cost (measured
+    5-7% in the mean, 11% at most, idle and with 2 or 3 CPU hogs; 95% before the trap's cost was taken
+    off).  Where the counter is not trapped (the reads cost almost nothing) the test skips."""
+    rows = work_rows("tsc", 1)
+    cpu = statistics.median(r[1] for r in rows)
+    if cpu < 200 * 1000:
+        pytest.skip(f"the cycle counter is not trapped here (200 reads cost {cpu} ns of CPU)")
+    virt = statistics.median(r[0] for r in rows)
+    assert virt < 0.25 * cpu, rows
+
+
 def test_control_requests_take_effect_at_the_callers_time(tmp_path):
     """A memory registration (and its close) after 1 ms of CPU: the daemon holds each request until the
     engine reaches the caller's virtual time (it had no reason to go there before: nothing else happens), so
@@ -51,9 +65,11 @@ def test_control_requests_take_effect_at_the_callers_time(tmp_path):
     good = [abs(virt - cpu) < 0.05 * cpu for virt, cpu, _ in rows]
     assert sum(good) >= 18, rows
     c = emulation_counters(tmp_path / "run")
-    # requests that waited for the engine to reach their time (all of them, unless the stall rule had
-    # already taken the engine past it while the thread burnt CPU)
-    assert c.get("held_requests", 0) >= 5, c
+    # requests that waited for the engine to reach their time, or found it there because their sender's own
+    # bound (PCB_WAIT_REQUEST) took it there first: 13 measured (idle and with 2 CPU hogs, 8 runs); 3-5
+    # with the hold disabled (counting only the second kind: it raced with the request, and the old
+    # threshold of 5 failed 3 runs in 4 on main at 1354301 because that case was not counted)
+    assert c.get("held_requests", 0) >= 10, c
     assert c.get("causality_lag_count", 0) == 0, c
 
 

@@ -8,7 +8,9 @@
  *   reg:   burns 1 ms of CPU time, then registers and closes a memory region (two control requests, which
  *          take effect at the thread's virtual time: no virtual time passes for them), or
  *   rt-mpi: the same with a blocking send's order (each side waits for its send's completion, then posts
- *           its receive: what MPI_Send + MPI_Recv do over Open MPI's OFI MTL).
+ *           its receive: what MPI_Send + MPI_Recv do over Open MPI's OFI MTL);
+ *   tsc:   reads the cycle counter TSC_READS times (x86-64; trapped and emulated where the CPU honours
+ *          PR_SET_TSC: each read costs the thread a fault and a signal, which is not charged).
  * Prints one line per iteration: "<mode> <virtual ns> <cpu ns> <wall ns>", then "PASSED clock_work" when
  * every message arrived. */
 #include <sys/syscall.h>
@@ -16,6 +18,7 @@
 #include "../provider/common.h"
 
 #define ITERS 20
+#define TSC_READS 200
 
 static bool mpi_order;
 
@@ -75,8 +78,8 @@ int main(int argc, char **argv)
 {
 	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
 	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi") &&
-	    strcmp(a.mode, "reg")) {
-		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi\n");
+	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc\n");
 		return 2;
 	}
 	mpi_order = !strcmp(a.mode, "rt-mpi");
@@ -101,6 +104,13 @@ int main(int argc, char **argv)
 			t_burn_cpu(1000000);
 			T_OK(fi_mr_reg(t.dom, region, sizeof(region), FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL));
 			T_OK(fi_close(&mr->fid));
+		} else if (!strcmp(a.mode, "tsc")) {
+#if defined(__x86_64__)
+			for (int k = 0; k < TSC_READS; k++) {
+				uint32_t lo, hi;
+				__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+			}
+#endif
 		} else if (!strcmp(a.mode, "sleep")) {
 			struct timespec d = {0, 10000000};
 			nanosleep(&d, NULL);
