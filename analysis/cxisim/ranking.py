@@ -110,7 +110,8 @@ def plot_rank(runs, base, title=None):
     ranked, fields = rank(runs)
     n = len(ranked)
     height = max(2.5, 0.32 * max(len(v) for v in ranked.values()) + 1.2)
-    fig, axes = plt.subplots(1, n, figsize=(4.6 * n, height), squeeze=False)
+    # each panel carries its own policy labels: constrained layout keeps them clear of the panel to the left
+    fig, axes = plt.subplots(1, n, figsize=(4.6 * n, height), squeeze=False, constrained_layout=True)
     for ax, (x, lst) in zip(axes[0], ranked.items()):
         labels = [lab for _, lab in lst][::-1]
         rates = [r.get(RATE) / 1e6 for r, _ in lst][::-1]

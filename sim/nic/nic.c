@@ -428,7 +428,8 @@ int nic_lni_alloc(struct nic *nic, uint32_t svc_id, const struct nic_mem_ops *me
 	struct nic_svc *s = svc_lookup(nic, svc_id);
 	if (!s)
 		return -ENOENT;
-	struct nic_lni *l = xcalloc(1, sizeof(*l));
+	struct nic_lni *l = pool_get(&nic->rec->lni);
+	memset(l, 0, sizeof(*l));
 	l->nic = nic;
 	l->svc_id = svc_id;
 	l->mem = mem;
@@ -507,10 +508,8 @@ void nic_cmdq_zombies_free(struct nic *nic);
 
 static void nic_free_one(struct nic *nic)
 {
-	for (uint32_t i = 0; i < nic->nlnis; i++) {
+	for (uint32_t i = 0; i < nic->nlnis; i++)
 		nic_lni_free(nic->lnis[i]);
-		free(nic->lnis[i]);
-	}
 	nic_cmdq_zombies_free(nic);
 	free(nic->lnis);
 	for (uint32_t i = 0; i < nic->eqs.n; i++)
@@ -535,12 +534,16 @@ static void world_free(void *p)
 	for (uint32_t i = 0; i < w->n; i++)
 		nic_free_one(w->nics[i]);
 	free(w->nics);
-	pool_free_all(&w->rec.le);
+	pool_free_all(&w->rec.le_work);
 	pool_free_all(&w->rec.ule);
 	pool_free_all(&w->rec.pkt);
 	pool_free_all(&w->rec.op);
-	pool_free_all(&w->rec.work);
 	pool_free_all(&w->rec.evrec);
+	pool_free_all(&w->rec.eq);
+	pool_free_all(&w->rec.pte);
+	pool_free_all(&w->rec.ct);
+	pool_free_all(&w->rec.lni);
+	pool_free_all(&w->rec.cmdq);
 	free(w->svcs);
 	free(w->svc_ids);
 	free(w->pool_cfg);
@@ -686,12 +689,17 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 	if (!f)
 		cfg_fail(c, "count", "the nic model needs a 'fabric' section");
 	struct nic_world *w = xcalloc(1, sizeof(*w));
-	pool_init(&w->rec.le, sizeof(struct nic_le), 1024);
+	pool_init(&w->rec.le_work, sizeof(struct nic_le) > sizeof(struct nic_work) ? sizeof(struct nic_le) : sizeof(struct nic_work),
+		  1024);
 	pool_init(&w->rec.ule, sizeof(struct nic_ule), 1024);
 	pool_init(&w->rec.pkt, sizeof(struct nic_pkt), 1024);
 	pool_init(&w->rec.op, sizeof(struct nic_op), 1024);
-	pool_init(&w->rec.work, sizeof(struct nic_work), 1024);
 	pool_init(&w->rec.evrec, sizeof(struct nic_event) + 32, 1024);
+	pool_init(&w->rec.eq, sizeof(struct nic_eq), 1024);
+	pool_init(&w->rec.pte, sizeof(struct nic_pte), 1024);
+	pool_init(&w->rec.ct, sizeof(struct nic_ct), 256);
+	pool_init(&w->rec.lni, sizeof(struct nic_lni), 1024);
+	pool_init(&w->rec.cmdq, nic_cmdq_record_size, 1024);
 	nic_lpe_prefetch_hooks(sim);
 	nic_eq_prefetch_hooks(sim);
 	nic_initiator_prefetch_hooks(sim);
@@ -774,7 +782,7 @@ static uint64_t owned_bytes(struct nic *nic, const struct nic_lni *lni, bool les
 		b += sizeof(*p);
 		for (unsigned l = 0; les && l < 4; l++)
 			b += (uint64_t)p->lists[l].count *
-			     (l == C_PTL_LIST_UNEXPECTED ? nic->rec->ule.obj_size : nic->rec->le.obj_size);
+			     (l == C_PTL_LIST_UNEXPECTED ? nic->rec->ule.obj_size : nic->rec->le_work.obj_size);
 	}
 	for (uint32_t i = 0; i < nic->cts.n; i++) {
 		const struct nic_ct *c = nic->cts.rec[i];
@@ -798,13 +806,12 @@ static uint64_t nic_core_bytes(const struct nic *nic)
 	b += (uint64_t)nic->vni_cap * (sizeof(*nic->vni_keys) + sizeof(*nic->vni_counts));
 	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
 		b += (uint64_t)nic->pe[pe].qcap * sizeof(*nic->pe[pe].q);
-	return b;
+	return b + nic_pct_bytes(nic);
 }
 
 static uint64_t records_bytes(const struct nic_records *r)
 {
-	return pool_bytes(&r->le) + pool_bytes(&r->ule) + pool_bytes(&r->pkt) + pool_bytes(&r->op) + pool_bytes(&r->work) +
-	       pool_bytes(&r->evrec);
+	return pool_bytes(&r->le_work) + pool_bytes(&r->ule) + pool_bytes(&r->pkt) + pool_bytes(&r->op) + pool_bytes(&r->evrec);
 }
 
 static void nic_memory(struct sim *sim, struct mem_report *r)
@@ -824,8 +831,8 @@ static void nic_memory(struct sim *sim, struct mem_report *r)
 		owned += (uint64_t)nic->nlnis * sizeof(struct nic_lni) + owned_bytes(nic, NULL, false);
 	}
 	mem_add(r, "nic.core", w->n, core);
-	mem_add(r, "nic.records", w->rec.le.allocated + w->rec.ule.allocated + w->rec.pkt.allocated + w->rec.op.allocated +
-					  w->rec.work.allocated + w->rec.evrec.allocated, recs);
+	mem_add(r, "nic.records", w->rec.le_work.allocated + w->rec.ule.allocated + w->rec.pkt.allocated + w->rec.op.allocated +
+					  w->rec.evrec.allocated, recs);
 	mem_add(r, "nic.endpoint_state", lnis, owned);
 	mem_unit(r, "nic", w->n, core + recs);
 	mem_unit(r, "idle_nic", idle, idle_b);
@@ -851,23 +858,21 @@ uint32_t nic_scenario_svc_id(struct sim *sim, uint32_t i)
 	return w && i < w->nsvcs ? w->svc_ids[i] : 0;
 }
 
-void *nic_table_slot(struct nic_table *t, uint32_t i, size_t size)
+void *nic_table_slot(struct nic_table *t, uint32_t i, struct pool *records)
 {
 	if (i == t->n) {
 		if (t->n == t->cap) {
 			t->cap = t->cap ? t->cap * 2 : 8;
 			t->rec = xrealloc(t->rec, t->cap * sizeof(*t->rec));
 		}
-		t->rec[t->n++] = xcalloc(1, size);
+		t->rec[t->n++] = pool_get(records);
 	}
-	memset(t->rec[i], 0, size);
+	memset(t->rec[i], 0, records->obj_size);
 	return t->rec[i];
 }
 
 void nic_table_free(struct nic_table *t)
 {
-	for (uint32_t i = 0; i < t->n; i++)
-		free(t->rec[i]);
 	free(t->rec);
 	*t = (struct nic_table){ 0 };
 }

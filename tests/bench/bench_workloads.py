@@ -37,6 +37,14 @@ def verdict(ok):
     return "PASS" if ok else "FAIL"
 
 
+def steady(label, points, runs):
+    """Issue 14: the seed scenarios' default windows must give stationary rates (batch means, docs/outputs.md)."""
+    bad = [p for p, r in zip(points, runs) if r.get("rpc_server.rpc_rate_steady.stationary") is False]
+    worst = max((r.get("rpc_server.rpc_rate_steady.ci95_rel") or 0.0) for r in runs)
+    print(f"{label}: {len(runs) - len(bad)} of {len(runs)} runs stationary, widest 95% interval "
+          f"{100 * worst:.2f}% of the rate {verdict(not bad)}" + "".join(f"\n  not stationary: {p}" for p in bad))
+
+
 def sweep(name, sets=None, vary=None):
     sw = Sweep(os.path.join(REPO, "scenarios", name), sets=sets, vary=vary, out=OUT)
     t0 = time.monotonic()
@@ -54,6 +62,7 @@ def fig5():
     for c in sorted({p["clients"] for p in sw.points}):
         print(f"{c:8d} {rate[(c, 'standard')] / 1e6:10.3f} {rate[(c, 'multi_recv')] / 1e6:11.3f}"
               f"            {walls[(c, 'standard')]:5.1f} {walls[(c, 'multi_recv')]:5.1f}")
+    steady("fig5 steady state", sw.points, runs)
     mr = min(v for (c, s), v in rate.items() if s == "multi_recv" and c <= 6656)
     lo = seed000.BANDS["fig5_multi_recv_min"][0]
     print(f"fig5 multi-recv min up to 6,656 clients: {mr / 1e6:.3f} M (target >= {lo / 1e6:.1f} M) {verdict(mr >= lo)}")
@@ -114,6 +123,7 @@ def seed():
     print(f"bench seed fig4: {len(runs)} runs, wall {wall:.1f} s")
     for (n, s), v in sorted(peak.items()):
         print(f"  fig4 peak nodes={n} {s}: {v / 1e6:.2f} M RPC/s")
+    steady("fig4 steady state", sw.points, runs)
     for s, band in (("multi_recv", "fig4_multi_recv_2nodes_peak"), ("standard", "fig4_standard_2nodes_peak")):
         a, b = seed000.BANDS[band]
         v = peak[(2, s)]
