@@ -83,7 +83,7 @@ static void work_drop(struct nic *nic, struct nic_work *w)
 	if (!w)
 		return;
 	nic_payload_free(w->idc);
-	pool_put(&nic->rec->work, w);
+	pool_put(&nic->rec->le_work, w);
 }
 
 static void cmdq_destroy(struct nic *nic, struct nic_cmdq *q)
@@ -256,7 +256,7 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 	r->tle = NULL;
 	if (c->op != NIC_CMD_NOOP) {
 		struct nic *nic = q->lni->nic;
-		struct nic_work *w = pool_get(&nic->rec->work);
+		struct nic_work *w = pool_get(&nic->rec->le_work);
 		memset(w, 0, sizeof(*w));
 		w->nic = nic;
 		w->lni = q->lni;

@@ -290,7 +290,7 @@ static void tx_exec(struct sim *sim, void *obj, uint64_t arg)
 	default: break;
 	}
 	nic_payload_free(w->idc);
-	pool_put(&nic->rec->work, w);
+	pool_put(&nic->rec->le_work, w);
 }
 
 void nic_tx_submit(struct nic *nic, struct nic_work *w)

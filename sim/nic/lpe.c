@@ -753,7 +753,7 @@ static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct n
 		}
 		return cost;
 	}
-	struct nic_le *le = pool_get(&nic->rec->le);
+	struct nic_le *le = pool_get(&nic->rec->le_work);
 	*le = tmp;
 	nic_le_list_append(&pte->lists[c->list], le);
 	(*nic->c.append_success[pte->pe])++;
@@ -970,7 +970,7 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 		cost = lpe_tgt_cmd(nic, w);
 	if (nic->active)
 		*nic->c.pe_busy_ps[arg] += cost;
-	pool_put(&nic->rec->work, w);
+	pool_put(&nic->rec->le_work, w);
 	sim_schedule(sim, cost, pe_run, nic, arg);
 }
 
@@ -1011,7 +1011,7 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	/* The PE is chosen from the mapping; unknown destinations are answered by PE 0. */
 	uint8_t rc;
 	struct nic_pte *pte = nic_pte_resolve(nic, m->vni, p->dst_pid, p->index, m->src == nic->addr, &rc);
-	struct nic_work *w = pool_get(&nic->rec->work);
+	struct nic_work *w = pool_get(&nic->rec->le_work);
 	memset(w, 0, sizeof(*w));
 	w->kind = WORK_PKT;
 	w->pct_open = conn == 1;

@@ -535,11 +535,10 @@ static void world_free(void *p)
 	for (uint32_t i = 0; i < w->n; i++)
 		nic_free_one(w->nics[i]);
 	free(w->nics);
-	pool_free_all(&w->rec.le);
+	pool_free_all(&w->rec.le_work);
 	pool_free_all(&w->rec.ule);
 	pool_free_all(&w->rec.pkt);
 	pool_free_all(&w->rec.op);
-	pool_free_all(&w->rec.work);
 	pool_free_all(&w->rec.evrec);
 	free(w->svcs);
 	free(w->svc_ids);
@@ -686,11 +685,11 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 	if (!f)
 		cfg_fail(c, "count", "the nic model needs a 'fabric' section");
 	struct nic_world *w = xcalloc(1, sizeof(*w));
-	pool_init(&w->rec.le, sizeof(struct nic_le), 1024);
+	pool_init(&w->rec.le_work, sizeof(struct nic_le) > sizeof(struct nic_work) ? sizeof(struct nic_le) : sizeof(struct nic_work),
+		  1024);
 	pool_init(&w->rec.ule, sizeof(struct nic_ule), 1024);
 	pool_init(&w->rec.pkt, sizeof(struct nic_pkt), 1024);
 	pool_init(&w->rec.op, sizeof(struct nic_op), 1024);
-	pool_init(&w->rec.work, sizeof(struct nic_work), 1024);
 	pool_init(&w->rec.evrec, sizeof(struct nic_event) + 32, 1024);
 	nic_lpe_prefetch_hooks(sim);
 	nic_eq_prefetch_hooks(sim);
@@ -774,7 +773,7 @@ static uint64_t owned_bytes(struct nic *nic, const struct nic_lni *lni, bool les
 		b += sizeof(*p);
 		for (unsigned l = 0; les && l < 4; l++)
 			b += (uint64_t)p->lists[l].count *
-			     (l == C_PTL_LIST_UNEXPECTED ? nic->rec->ule.obj_size : nic->rec->le.obj_size);
+			     (l == C_PTL_LIST_UNEXPECTED ? nic->rec->ule.obj_size : nic->rec->le_work.obj_size);
 	}
 	for (uint32_t i = 0; i < nic->cts.n; i++) {
 		const struct nic_ct *c = nic->cts.rec[i];
@@ -803,8 +802,7 @@ static uint64_t nic_core_bytes(const struct nic *nic)
 
 static uint64_t records_bytes(const struct nic_records *r)
 {
-	return pool_bytes(&r->le) + pool_bytes(&r->ule) + pool_bytes(&r->pkt) + pool_bytes(&r->op) + pool_bytes(&r->work) +
-	       pool_bytes(&r->evrec);
+	return pool_bytes(&r->le_work) + pool_bytes(&r->ule) + pool_bytes(&r->pkt) + pool_bytes(&r->op) + pool_bytes(&r->evrec);
 }
 
 static void nic_memory(struct sim *sim, struct mem_report *r)
@@ -824,8 +822,8 @@ static void nic_memory(struct sim *sim, struct mem_report *r)
 		owned += (uint64_t)nic->nlnis * sizeof(struct nic_lni) + owned_bytes(nic, NULL, false);
 	}
 	mem_add(r, "nic.core", w->n, core);
-	mem_add(r, "nic.records", w->rec.le.allocated + w->rec.ule.allocated + w->rec.pkt.allocated + w->rec.op.allocated +
-					  w->rec.work.allocated + w->rec.evrec.allocated, recs);
+	mem_add(r, "nic.records", w->rec.le_work.allocated + w->rec.ule.allocated + w->rec.pkt.allocated + w->rec.op.allocated +
+					  w->rec.evrec.allocated, recs);
 	mem_add(r, "nic.endpoint_state", lnis, owned);
 	mem_unit(r, "nic", w->n, core + recs);
 	mem_unit(r, "idle_nic", idle, idle_b);

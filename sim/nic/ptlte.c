@@ -131,7 +131,7 @@ void nic_le_list_remove(struct nic_le_list *l, struct nic_le *le)
 void nic_le_free(struct nic *nic, struct nic_le *le)
 {
 	nic_le_release(nic, le->pte);
-	pool_put(le->ule ? &nic->rec->ule : &nic->rec->le, le);
+	pool_put(le->ule ? &nic->rec->ule : &nic->rec->le_work, le);
 }
 
 /* ---------------------------------------------------------------- PtlTEs */

@@ -70,7 +70,7 @@ void nic_tle_give_back(struct nic *nic, struct nic_tle *t)
 	nic->tles_used--;
 	if (t->w) {
 		nic_payload_free(t->w->idc);
-		pool_put(&nic->rec->work, t->w);
+		pool_put(&nic->rec->le_work, t->w);
 	}
 	free(t);
 	if (nic->tles_stalled)
