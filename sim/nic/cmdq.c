@@ -31,6 +31,8 @@ struct nic_cmdq {
 	struct nic_cmdq *next_of_nic; /* all queues of a NIC, for teardown */
 };
 
+const size_t nic_cmdq_record_size = sizeof(struct nic_cmdq);
+
 static struct nic_cmdq **nic_qhead(struct nic *nic);
 
 int nic_cmdq_alloc(struct nic_lni *lni, const struct nic_cmdq_attr *a, struct nic_cmdq **out)
@@ -52,7 +54,8 @@ int nic_cmdq_alloc(struct nic_lni *lni, const struct nic_cmdq_attr *a, struct ni
 	int rc = nic_rsrc_get(lni, a->target ? NIC_RSRC_TGQ : NIC_RSRC_TXQ);
 	if (rc)
 		return rc;
-	struct nic_cmdq *q = xcalloc(1, sizeof(*q));
+	struct nic_cmdq *q = pool_get(&lni->nic->rec->cmdq);
+	memset(q, 0, sizeof(*q));
 	q->lni = lni;
 	q->target = a->target;
 	q->live = true;
@@ -95,7 +98,7 @@ static void cmdq_destroy(struct nic *nic, struct nic_cmdq *q)
 		work_drop(nic, r->w);
 	}
 	free(q->ring);
-	free(q);
+	pool_put(&nic->rec->cmdq, q);
 }
 
 static void cmdq_unlink(struct nic *nic, struct nic_cmdq *q)

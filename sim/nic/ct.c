@@ -34,7 +34,7 @@ int nic_ct_alloc(struct nic_lni *lni, nic_ct_notify_fn notify, void *ctx, uint32
 	int rc = nic_rsrc_get(lni, NIC_RSRC_CT);
 	if (rc)
 		return rc;
-	struct nic_ct *c = nic_table_slot(&nic->cts, i, sizeof(*c));
+	struct nic_ct *c = nic_table_slot(&nic->cts, i, &nic->rec->ct);
 	c->live = true;
 	c->lni = lni;
 	c->notify = notify;

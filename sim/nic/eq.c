@@ -38,7 +38,7 @@ int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn
 	int rc = nic_rsrc_get(lni, NIC_RSRC_EQ);
 	if (rc)
 		return rc;
-	struct nic_eq *q = nic_table_slot(&nic->eqs, i, sizeof(*q));
+	struct nic_eq *q = nic_table_slot(&nic->eqs, i, &nic->rec->eq);
 	q->gen = ++nic->eq_gen;
 	q->live = true;
 	q->lni = lni;

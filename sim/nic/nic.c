@@ -428,7 +428,8 @@ int nic_lni_alloc(struct nic *nic, uint32_t svc_id, const struct nic_mem_ops *me
 	struct nic_svc *s = svc_lookup(nic, svc_id);
 	if (!s)
 		return -ENOENT;
-	struct nic_lni *l = xcalloc(1, sizeof(*l));
+	struct nic_lni *l = pool_get(&nic->rec->lni);
+	memset(l, 0, sizeof(*l));
 	l->nic = nic;
 	l->svc_id = svc_id;
 	l->mem = mem;
@@ -507,10 +508,8 @@ void nic_cmdq_zombies_free(struct nic *nic);
 
 static void nic_free_one(struct nic *nic)
 {
-	for (uint32_t i = 0; i < nic->nlnis; i++) {
+	for (uint32_t i = 0; i < nic->nlnis; i++)
 		nic_lni_free(nic->lnis[i]);
-		free(nic->lnis[i]);
-	}
 	nic_cmdq_zombies_free(nic);
 	free(nic->lnis);
 	for (uint32_t i = 0; i < nic->eqs.n; i++)
@@ -540,6 +539,11 @@ static void world_free(void *p)
 	pool_free_all(&w->rec.pkt);
 	pool_free_all(&w->rec.op);
 	pool_free_all(&w->rec.evrec);
+	pool_free_all(&w->rec.eq);
+	pool_free_all(&w->rec.pte);
+	pool_free_all(&w->rec.ct);
+	pool_free_all(&w->rec.lni);
+	pool_free_all(&w->rec.cmdq);
 	free(w->svcs);
 	free(w->svc_ids);
 	free(w->pool_cfg);
@@ -691,6 +695,11 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 	pool_init(&w->rec.pkt, sizeof(struct nic_pkt), 1024);
 	pool_init(&w->rec.op, sizeof(struct nic_op), 1024);
 	pool_init(&w->rec.evrec, sizeof(struct nic_event) + 32, 1024);
+	pool_init(&w->rec.eq, sizeof(struct nic_eq), 1024);
+	pool_init(&w->rec.pte, sizeof(struct nic_pte), 1024);
+	pool_init(&w->rec.ct, sizeof(struct nic_ct), 256);
+	pool_init(&w->rec.lni, sizeof(struct nic_lni), 1024);
+	pool_init(&w->rec.cmdq, nic_cmdq_record_size, 1024);
 	nic_lpe_prefetch_hooks(sim);
 	nic_eq_prefetch_hooks(sim);
 	nic_initiator_prefetch_hooks(sim);
@@ -797,7 +806,7 @@ static uint64_t nic_core_bytes(const struct nic *nic)
 	b += (uint64_t)nic->vni_cap * (sizeof(*nic->vni_keys) + sizeof(*nic->vni_counts));
 	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
 		b += (uint64_t)nic->pe[pe].qcap * sizeof(*nic->pe[pe].q);
-	return b;
+	return b + nic_pct_bytes(nic);
 }
 
 static uint64_t records_bytes(const struct nic_records *r)
@@ -849,23 +858,21 @@ uint32_t nic_scenario_svc_id(struct sim *sim, uint32_t i)
 	return w && i < w->nsvcs ? w->svc_ids[i] : 0;
 }
 
-void *nic_table_slot(struct nic_table *t, uint32_t i, size_t size)
+void *nic_table_slot(struct nic_table *t, uint32_t i, struct pool *records)
 {
 	if (i == t->n) {
 		if (t->n == t->cap) {
 			t->cap = t->cap ? t->cap * 2 : 8;
 			t->rec = xrealloc(t->rec, t->cap * sizeof(*t->rec));
 		}
-		t->rec[t->n++] = xcalloc(1, size);
+		t->rec[t->n++] = pool_get(records);
 	}
-	memset(t->rec[i], 0, size);
+	memset(t->rec[i], 0, records->obj_size);
 	return t->rec[i];
 }
 
 void nic_table_free(struct nic_table *t)
 {
-	for (uint32_t i = 0; i < t->n; i++)
-		free(t->rec[i]);
 	free(t->rec);
 	*t = (struct nic_table){ 0 };
 }

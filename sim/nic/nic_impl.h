@@ -170,8 +170,9 @@ static inline void *nic_table_at(const struct nic_table *t, uint32_t i)
 	return i < t->n ? t->rec[i] : NULL;
 }
 
-/* Record `i` (i <= t->n), zeroed; the table grows by one when i == t->n. */
-void *nic_table_slot(struct nic_table *t, uint32_t i, size_t size);
+/* Record `i` (i <= t->n), zeroed; the table grows by one when i == t->n, its record from `records`. */
+void *nic_table_slot(struct nic_table *t, uint32_t i, struct pool *records);
+/* The table (its records go back with their pool, when the simulation's NICs are freed). */
 void nic_table_free(struct nic_table *t);
 
 struct nic_tle;
@@ -230,6 +231,9 @@ struct nic_records {
 	 * became for the rest of the run.  Shared, the burst's slots are the LEs'. */
 	struct pool le_work;
 	struct pool ule, pkt, op, evrec;
+	/* Per-endpoint records (EQs, PtlTEs, CTs, LNIs, command queues): a million endpoints' records one
+	 * malloc each paid the allocator's chunk header and rounding, ~0.1 GB across the whole machine. */
+	struct pool eq, pte, ct, lni, cmdq;
 };
 
 /* Counters (Cassini names where one exists), registered when the NIC is first used. */
@@ -409,6 +413,7 @@ void nic_count_limit(struct nic *nic);
 /* cmdq.c: bytes of the command queues (records and rings) an LNI owns, or all of the NIC's (lni NULL,
  * queues freed while a fetch was pending included); *count (if given) is incremented per queue. */
 uint64_t nic_cmdqs_bytes(struct nic *nic, const struct nic_lni *lni, uint64_t *count);
+extern const size_t nic_cmdq_record_size; /* sizeof(struct nic_cmdq), for its pool */
 
 /* dma.c: PCIe timing */
 simtime_t nic_dma_time(const struct nic *nic, uint64_t bytes);
@@ -469,6 +474,13 @@ struct nic_pct_table;
 bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p);
 int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p);
 void nic_pct_free(struct nic *nic);
+uint64_t nic_pct_bytes(const struct nic *nic); /* the connection tables' bytes (memory accounting) */
+/* One connection table on its own (tests): a use of class `key` at `now` returns 1 if it opened a connection,
+ * 0 if one was open, -1 if it needed one and `limit` were open. */
+struct nic_pct_table *nic_pct_table_new(void);
+int nic_pct_table_use(struct nic_pct_table *t, uint64_t key, simtime_t now, simtime_t idle, uint32_t limit);
+uint32_t nic_pct_table_open(const struct nic_pct_table *t);
+void nic_pct_table_free(struct nic_pct_table *t);
 void nic_send_ack(struct nic *nic, const struct nic_pkt *req, uint8_t rc, uint8_t list, uint32_t mlength,
 		  simtime_t delay);
 /* The target NIC fetches the rest of a rendezvous Put: `got` bytes already landed at dst_addr - ...;

@@ -28,10 +28,12 @@
 #include "../util.h"
 #include "nic_impl.h"
 
+/* An open connection.  Closed ones leave the table: every Aurora NIC talks to thousands of classes over a
+ * millisecond but holds only those of the last idle epoch open (keeping every class seen cost ~0.5 GB of
+ * tables across the whole machine at 1 ms, growing with the run). */
 struct pct_conn {
 	uint64_t key; /* class + 1; 0: empty slot */
 	simtime_t last;
-	bool open;
 };
 
 struct pct_use {
@@ -41,11 +43,14 @@ struct pct_use {
 
 struct nic_pct_table {
 	struct pct_conn *slots;
-	uint32_t cap, n; /* slots, classes seen */
+	uint32_t cap;  /* slots (a power of two); open connections occupy them */
 	uint32_t open, high;
 	struct pct_use *fifo;
 	uint32_t fcap, fhead, flen;
 };
+
+/* First sizes: a client NIC holds a few connections at a time; tables double as needed. */
+enum { PCT_SLOTS_MIN = 16, PCT_FIFO_MIN = 16 };
 
 static uint64_t mix(uint64_t k)
 {
@@ -63,11 +68,29 @@ static struct pct_conn *slot_of(struct nic_pct_table *t, uint64_t key)
 	return &t->slots[i];
 }
 
+/* Empty slot c, moving later entries of its probe run back so that every lookup still finds its key. */
+static void slot_delete(struct nic_pct_table *t, struct pct_conn *c)
+{
+	uint32_t mask = t->cap - 1, i = (uint32_t)(c - t->slots), j = i;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!t->slots[j].key)
+			break;
+		uint32_t home = (uint32_t)mix(t->slots[j].key) & mask;
+		/* j's entry may fill the hole at i unless its home lies cyclically in (i, j]. */
+		if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
+			continue;
+		t->slots[i] = t->slots[j];
+		i = j;
+	}
+	t->slots[i].key = 0;
+}
+
 static void grow_slots(struct nic_pct_table *t)
 {
 	struct pct_conn *old = t->slots;
 	uint32_t ocap = t->cap;
-	t->cap = ocap ? ocap * 2 : 64;
+	t->cap = ocap ? ocap * 2 : PCT_SLOTS_MIN;
 	t->slots = xcalloc(t->cap, sizeof(*t->slots));
 	for (uint32_t i = 0; i < ocap; i++)
 		if (old[i].key)
@@ -78,7 +101,7 @@ static void grow_slots(struct nic_pct_table *t)
 static void fifo_push(struct nic_pct_table *t, uint64_t key, simtime_t at)
 {
 	if (t->flen == t->fcap) {
-		uint32_t ncap = t->fcap ? t->fcap * 2 : 64;
+		uint32_t ncap = t->fcap ? t->fcap * 2 : PCT_FIFO_MIN;
 		struct pct_use *n = xmalloc(ncap * sizeof(*n));
 		for (uint32_t i = 0; i < t->flen; i++)
 			n[i] = t->fifo[(t->fhead + i) % t->fcap];
@@ -90,7 +113,8 @@ static void fifo_push(struct nic_pct_table *t, uint64_t key, simtime_t at)
 	t->fifo[(t->fhead + t->flen++) % t->fcap] = (struct pct_use){ key, at };
 }
 
-/* Close every connection idle for `idle` or longer at `now`. */
+/* Close every connection idle for `idle` or longer at `now`: the FIFO record of its newest use closes it (a
+ * connection's older records, and records of one closed already, find it used later or gone). */
 static void expire(struct nic_pct_table *t, simtime_t now, simtime_t idle)
 {
 	while (t->flen && t->fifo[t->fhead].at + idle <= now) {
@@ -98,8 +122,8 @@ static void expire(struct nic_pct_table *t, simtime_t now, simtime_t idle)
 		t->fhead = (t->fhead + 1) % t->fcap;
 		t->flen--;
 		struct pct_conn *c = slot_of(t, u.key);
-		if (c->open && c->last == u.at) {
-			c->open = false;
+		if (c->key && c->last == u.at) {
+			slot_delete(t, c);
 			t->open--;
 		}
 	}
@@ -107,22 +131,18 @@ static void expire(struct nic_pct_table *t, simtime_t now, simtime_t idle)
 
 /* A request on class `key` at `now`: returns 1 if it opened a connection, 0 if one was open, -1 if it needed
  * one and `limit` were already open (nothing changes then). */
-static int use(struct nic_pct_table *t, uint64_t key, simtime_t now, simtime_t idle, uint32_t limit)
+int nic_pct_table_use(struct nic_pct_table *t, uint64_t key, simtime_t now, simtime_t idle, uint32_t limit)
 {
 	expire(t, now, idle);
 	key++;
-	if (!t->cap || 4 * (t->n + 1) > 3 * t->cap)
+	if (!t->cap || 4 * (t->open + 1) > 3 * t->cap)
 		grow_slots(t);
 	struct pct_conn *c = slot_of(t, key);
 	int opened = 0;
-	if (!c->open) {
+	if (!c->key) {
 		if (t->open >= limit)
 			return -1;
-		if (!c->key) {
-			c->key = key;
-			t->n++;
-		}
-		c->open = true;
+		c->key = key;
 		if (++t->open > t->high)
 			t->high = t->open;
 		opened = 1;
@@ -135,6 +155,16 @@ static int use(struct nic_pct_table *t, uint64_t key, simtime_t now, simtime_t i
 static uint64_t conn_class(const struct nic *nic, uint32_t peer, uint16_t pid, uint16_t index)
 {
 	return ((uint64_t)peer << 12) | ((uint64_t)(pid & nic->p->pct_pid_mask) << 1) | ((index & 0x80) ? 1 : 0);
+}
+
+uint32_t nic_pct_table_open(const struct nic_pct_table *t)
+{
+	return t->open;
+}
+
+struct nic_pct_table *nic_pct_table_new(void)
+{
+	return xcalloc(1, sizeof(struct nic_pct_table));
 }
 
 static struct nic_pct_table *table(struct nic_pct_table **t)
@@ -152,7 +182,7 @@ bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p)
 	struct nic_pct_table *t = table(&nic->sct);
 	simtime_t now = sim_now(nic->sim);
 	uint64_t key = conn_class(nic, p->msg.dst, p->dst_pid, p->index);
-	int r = use(t, key, now, nic->p->pct_idle, UINT32_MAX);
+	int r = nic_pct_table_use(t, key, now, nic->p->pct_idle, UINT32_MAX);
 	if (r == 1) {
 		(*nic->c.pct_sct_open)++;
 		if (t->open > nic->p->pct_sct_entries)
@@ -168,7 +198,7 @@ int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
 {
 	struct nic_pct_table *t = table(&nic->tct);
 	uint64_t key = conn_class(nic, p->msg.src, p->dst_pid, p->index);
-	int r = use(t, key, sim_now(nic->sim), nic->p->pct_idle, nic->p->pct_tct_entries);
+	int r = nic_pct_table_use(t, key, sim_now(nic->sim), nic->p->pct_idle, nic->p->pct_tct_entries);
 	if (r < 0) {
 		(*nic->c.no_tct_nacks)++;
 		nic_count_limit(nic);
@@ -181,7 +211,17 @@ int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
 	return r;
 }
 
-static void table_free(struct nic_pct_table *t)
+static uint64_t table_bytes(const struct nic_pct_table *t)
+{
+	return t ? sizeof(*t) + (uint64_t)t->cap * sizeof(*t->slots) + (uint64_t)t->fcap * sizeof(*t->fifo) : 0;
+}
+
+uint64_t nic_pct_bytes(const struct nic *nic)
+{
+	return table_bytes(nic->sct) + table_bytes(nic->tct);
+}
+
+void nic_pct_table_free(struct nic_pct_table *t)
 {
 	if (!t)
 		return;
@@ -192,7 +232,7 @@ static void table_free(struct nic_pct_table *t)
 
 void nic_pct_free(struct nic *nic)
 {
-	table_free(nic->sct);
-	table_free(nic->tct);
+	nic_pct_table_free(nic->sct);
+	nic_pct_table_free(nic->tct);
 	nic->sct = nic->tct = NULL;
 }

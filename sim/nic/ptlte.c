@@ -161,7 +161,7 @@ int nic_pte_alloc(struct nic_lni *lni, uint32_t eqn, const struct nic_pte_opts *
 	int rc = nic_rsrc_get(lni, NIC_RSRC_PTLTE);
 	if (rc)
 		return rc;
-	struct nic_pte *p = nic_table_slot(&nic->ptes, i, sizeof(*p));
+	struct nic_pte *p = nic_table_slot(&nic->ptes, i, &nic->rec->pte);
 	p->live = true;
 	p->ptn = i;
 	p->lni = lni;
