@@ -119,7 +119,7 @@ static void buf_link(struct sw_ep *ep, struct sw_buf *b)
 
 static struct sw_buf *buf_new(struct sw_ep *ep, uint8_t list)
 {
-	struct sw_buf *b = xcalloc(1, sizeof(*b));
+	struct sw_buf *b = sw_buf_new(ep);
 	b->obj.kind = list == C_PTL_LIST_OVERFLOW ? SWK_OFLOW : SWK_REQBUF;
 	b->ep = ep;
 	b->list = list;
@@ -239,7 +239,7 @@ void sw_bufs_fini(struct sw_ep *ep)
 		while (*h) {
 			struct sw_buf *b = *h;
 			*h = b->next;
-			free(b);
+			sw_buf_free(ep, b);
 		}
 	}
 	free(ep->ux_map);

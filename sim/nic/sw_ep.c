@@ -218,7 +218,7 @@ void sw_ep_take_host_work(struct sw_ep *ep, struct sw_host_work *out)
 struct sw_world {
 	uint32_t n;
 	uint8_t (*used)[C_PID_ANY];
-	struct pool reqs, uxs, rmsgs;
+	struct pool reqs, uxs, rmsgs, bufs;
 	struct sw_ep *eps;  /* open endpoints */
 };
 
@@ -229,6 +229,7 @@ static void sw_world_free(void *p)
 	pool_free_all(&w->reqs);
 	pool_free_all(&w->uxs);
 	pool_free_all(&w->rmsgs);
+	pool_free_all(&w->bufs);
 	free(w);
 }
 
@@ -249,6 +250,7 @@ static struct sw_world *sw_world(struct sim *sim)
 		record_pool_init(&w->reqs, sizeof(struct sw_req));
 		record_pool_init(&w->uxs, sizeof(struct sw_ux));
 		record_pool_init(&w->rmsgs, sizeof(struct sw_rmsg));
+		record_pool_init(&w->bufs, sizeof(struct sw_buf));
 		sim_world_set(sim, SW_WORLD_KEY, w);
 		sim_on_destroy(sim, sw_world_free, w);
 	}
@@ -301,6 +303,18 @@ struct sw_rmsg *sw_rmsg_new(struct sw_ep *ep)
 void sw_rmsg_free(struct sw_ep *ep, struct sw_rmsg *m)
 {
 	pool_put(ep->rmsgs, m);
+}
+
+struct sw_buf *sw_buf_new(struct sw_ep *ep)
+{
+	struct sw_buf *b = pool_get(&sw_world(ep->sim)->bufs);
+	memset(b, 0, sizeof(*b));
+	return b;
+}
+
+void sw_buf_free(struct sw_ep *ep, struct sw_buf *b)
+{
+	pool_put(&sw_world(ep->sim)->bufs, b);
 }
 
 uint64_t sw_reqs_live(struct sim *sim)
