@@ -33,19 +33,23 @@ static uint64_t cntr_read(struct fid_cntr *fid)
 	struct cxip_dev *dev = c->dom->dev;
 	if (!dev->virt)
 		return v;
-	cxip_vt_charge(dev);
+	cxip_vt_enter(dev); /* a provider call: charged up to here, its own work not */
 	struct cntr_cond k = { c, v, atomic_load(&c->ct->failure), 0 };
 	if (cxip_vt_idle_poll(dev, c, &c->poll_seen, v, cntr_changed, &k) == 0)
 		v = atomic_load_explicit(&c->ct->success, memory_order_acquire);
+	cxip_vt_rebase(dev);
 	return v;
 }
 
 static uint64_t cntr_readerr(struct fid_cntr *fid)
 {
 	struct cxip_cntr *c = (struct cxip_cntr *)fid;
-	if (c->dom->dev->virt)
-		cxip_vt_charge(c->dom->dev);
-	return atomic_load_explicit(&c->ct->failure, memory_order_acquire);
+	if (!c->dom->dev->virt)
+		return atomic_load_explicit(&c->ct->failure, memory_order_acquire);
+	cxip_vt_enter(c->dom->dev);
+	uint64_t v = atomic_load_explicit(&c->ct->failure, memory_order_acquire);
+	cxip_vt_rebase(c->dom->dev);
+	return v;
 }
 
 static bool cntr_wait_done(void *arg)

@@ -71,14 +71,18 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 	struct cxip_eq *eq = (struct cxip_eq *)fid;
 	if (!buf && len)
 		return -FI_EINVAL;
-	ssize_t r = eq_pop(eq, event, buf, len, flags, false);
 	struct cxip_dev *dev = eq_dev(eq);
+	if (dev)
+		cxip_vt_enter(dev); /* a provider call: charged up to here, its own work not */
+	ssize_t r = eq_pop(eq, event, buf, len, flags, false);
 	if (r == -FI_EAGAIN && dev) {
 		uint64_t changes;
 		cxip_eq_has_entries(eq, &changes);
 		if (cxip_vt_idle_poll(dev, eq, &eq->poll_seen, changes, eq_ready, eq) == 0)
 			r = eq_pop(eq, event, buf, len, flags, false);
 	}
+	if (dev)
+		cxip_vt_rebase(dev);
 	return r;
 }
 
@@ -110,10 +114,12 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 	pthread_mutex_unlock(&eq->lock);
 	struct cxip_dev *dev = eq_dev(eq);
 	if (dev)
-		cxip_vt_wake_local(dev, eq->vt_id, cxip_vt_charge(dev));
+		cxip_vt_wake_local(dev, eq->vt_id, cxip_vt_enter(dev)); /* the wake-ups are the provider's work */
 	uint64_t one = 1;
 	ssize_t r = write(eq->efd, &one, sizeof(one));
 	(void)r;
+	if (dev)
+		cxip_vt_rebase(dev);
 	return (ssize_t)len;
 }
 

@@ -10,15 +10,19 @@
  *   rt-mpi: the same with a blocking send's order (each side waits for its send's completion, then posts
  *           its receive: what MPI_Send + MPI_Recv do over Open MPI's OFI MTL);
  *   tsc:   reads the cycle counter TSC_READS times (x86-64; trapped and emulated where the CPU honours
- *          PR_SET_TSC: each read costs the thread a fault and a signal, which is not charged).
+ *          PR_SET_TSC: each read costs the thread a fault and a signal, which is not charged);
+ *   poll:  POLLS calls of poll() with a 1 ms timeout on a pipe nobody writes (virtual waits: their
+ *          readiness checks are the interposer's work, not charged).
  * Prints one line per iteration: "<mode> <virtual ns> <cpu ns> <wall ns>", then "PASSED clock_work" when
  * every message arrived. */
+#include <poll.h>
 #include <sys/syscall.h>
 
 #include "../provider/common.h"
 
 #define ITERS 20
 #define TSC_READS 200
+#define POLLS 50
 
 static bool mpi_order;
 
@@ -78,8 +82,8 @@ int main(int argc, char **argv)
 {
 	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
 	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi") &&
-	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc")) {
-		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc\n");
+	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc") && strcmp(a.mode, "poll")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll\n");
 		return 2;
 	}
 	mpi_order = !strcmp(a.mode, "rt-mpi");
@@ -111,6 +115,17 @@ int main(int argc, char **argv)
 				__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
 			}
 #endif
+		} else if (!strcmp(a.mode, "poll")) {
+			static int quiet[2] = {-1, -1};
+			if (quiet[0] < 0)
+				T_OK(pipe(quiet));
+			int early = 0;
+			for (int k = 0; k < POLLS; k++) {
+				struct pollfd p = {.fd = quiet[0], .events = POLLIN};
+				early += poll(&p, 1, 1) != 0;
+			}
+			if (early)
+				T_CHECK(false, "poll on a quiet pipe returned %d times before its timeout", early);
 		} else if (!strcmp(a.mode, "sleep")) {
 			struct timespec d = {0, 10000000};
 			nanosleep(&d, NULL);

@@ -36,6 +36,7 @@ struct op {
 	struct rpc_resp resp;
 	uint8_t *bulk;
 	struct op *next_free;
+	struct op *next_all; /* every op made, freed at exit (also those still in flight when it stops) */
 };
 
 static struct {
@@ -45,7 +46,7 @@ static struct {
 	uint64_t target;
 	double seconds;
 	struct rbuf *bufs;
-	struct op *free_ops;
+	struct op *free_ops, *all_ops;
 	uint64_t served, av_inserts, bulk_read, bulk_bad, bulk_written, errors, bad_requests, source_errs;
 	double t_first, t_last;
 	/* --header-source: known addresses (first 32 bits -> fi_addr), open addressing */
@@ -91,6 +92,8 @@ static struct op *op_get(void)
 			perror("calloc");
 			exit(1);
 		}
+		o->next_all = S.all_ops;
+		S.all_ops = o;
 	}
 	o->kind = CTX_OP;
 	o->rma_done = false;
@@ -422,9 +425,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < S.nbufs; i++)
 		free(S.bufs[i].buf);
 	free(S.bufs);
-	while (S.free_ops) {
-		struct op *o = S.free_ops;
-		S.free_ops = o->next_free;
+	while (S.all_ops) {
+		struct op *o = S.all_ops;
+		S.all_ops = o->next_all;
 		free(o->bulk);
 		free(o);
 	}
