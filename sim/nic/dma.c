@@ -45,20 +45,23 @@ simtime_t nic_dma_read(struct nic *nic, uint64_t bytes, simtime_t after, simtime
 /* Host writes of a message arriving from the fabric, as Cassini does them: each packet's payload is written
  * to host memory as the packet lands (the NIC holds packets, not messages), so the write stream follows the
  * arrivals -- at pcie_gbps when PCIe is the slower of the two -- and ends one packet's write after the
- * message's last byte arrived, plus the posted write's latency.  `m` has just been delivered (now = its
- * last byte); returns the delay from now until the last byte is visible in host memory.  Without a
- * first-arrival time (loopback) or a packet size, the whole message is written after it arrived. */
+ * message's last byte arrived.  Used for both kinds of arriving data: a Get reply (initiator.c) and a
+ * matched Put's payload (lpe.c, after its match; the target event follows the last write).  `m` has just
+ * been delivered (now = its last byte); returns the delay from now until the last of `bytes` has been
+ * written, the posted write's latency not included (callers that wait for visibility add pcie_latency).
+ * Without a first-arrival time (loopback) or a packet size, or for one packet, the whole message is
+ * written after it arrived. */
 simtime_t nic_dma_write_stream(const struct nic *nic, const struct fabric_msg *m, uint64_t bytes)
 {
 	simtime_t now = sim_now(nic->sim);
 	uint32_t mtu = fabric_mtu_bytes(nic->fabric);
 	if (!mtu || !m->first_arrival || m->first_arrival > now || bytes <= mtu)
-		return nic->p->pcie_latency + nic_dma_time(nic, bytes);
+		return nic_dma_time(nic, bytes);
 	uint64_t last = bytes % mtu ? bytes % mtu : mtu;
 	simtime_t tail = nic_dma_time(nic, last);            /* the last packet, written after it landed */
 	simtime_t stream = m->first_arrival + nic_dma_time(nic, bytes); /* PCIe-bound end of the whole stream */
 	simtime_t end = stream > now + tail ? stream : now + tail;
-	return end - now + nic->p->pcie_latency;
+	return end - now;
 }
 
 #define PAYLOAD_MIN_SHIFT 6  /* 64 B */

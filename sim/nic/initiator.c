@@ -349,10 +349,10 @@ void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct ni
 static void rx_reply(struct nic *nic, struct nic_pkt *p, struct nic_op *op)
 {
 	uint32_t len = p->rc == C_RC_OK ? p->payload_len : 0;
-	/* A reply's data is written as its packets land (nothing to match: unlike a Put's, see lpe.c), so a
-	 * large rendezvous or RMA Get completes one packet's write after its last byte, not a whole
-	 * message's write later. */
-	simtime_t dma = nic_dma_write_stream(nic, &p->msg, len);
+	/* A reply's data is written as its packets land (as a matched Put's, see lpe.c), so a large
+	 * rendezvous or RMA Get completes one packet's write after its last byte, not a whole message's
+	 * write later. */
+	simtime_t dma = nic->p->pcie_latency + nic_dma_write_stream(nic, &p->msg, len);
 	if (op->kind == OP_HW_RDZV_GET) {
 		if (len && p->payload && op->lni->live)
 			nic_mem_write(op->lni, op->dst_addr, p->payload, len);

@@ -163,10 +163,12 @@ static void post_auto_unlink(struct nic *nic, struct nic_pte *pte, const struct 
 /* Deliver the message described by hdr into `le`: a receive (PUT, or PUT_OVERFLOW when an append found
  * the header on the UNEXPECTED list, the eager bytes then staying in the overflow buffer for software to
  * copy) or an overflow/request buffer (`landing`: only the eager part is taken, no rendezvous Get).  The
- * eager bytes are in `payload` (NULL: no real data). */
+ * eager bytes arrived in packet `p` (NULL for a PUT_OVERFLOW: nothing arrives; p->payload NULL: no real
+ * data). */
 static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_ule *hdr,
-			const uint8_t *payload, uint8_t ev_type, simtime_t delay, bool landing, bool *retired)
+			const struct nic_pkt *p, uint8_t ev_type, simtime_t delay, bool landing, bool *retired)
 {
+	const uint8_t *payload = p ? p->payload : NULL;
 	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : hdr->remote_offset;
 	uint64_t space = le->length > offset ? le->length - offset : 0;
 	uint32_t want = landing ? hdr->mlength : hdr->rlength;
@@ -178,8 +180,10 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 	/* A PUT_OVERFLOW moves no data (software copies the eager bytes out of the overflow buffer), so its
 	 * events are written as the append is processed and keep the order of the matches: software tracks
 	 * a multi-receive buffer's offset with them.  PUT events wait for their DMA and may overtake each
-	 * other. */
-	simtime_t dma = ev_type == C_EVENT_PUT_OVERFLOW ? delay : delay + nic_dma_time(nic, have);
+	 * other.  The eager bytes are written packet by packet as they land once the header has matched
+	 * (dma.c), so a multi-packet Put's event follows its last packet's write, not a whole message's
+	 * write after its last byte; a single packet is written after the match, as before. */
+	simtime_t dma = ev_type == C_EVENT_PUT_OVERFLOW ? delay : delay + nic_dma_write_stream(nic, &p->msg, have);
 	if (mlength < want)
 		(*nic->c.num_truncated[pte->pe])++;
 	if (le->flags & C_LE_MANAGE_LOCAL)
@@ -320,7 +324,7 @@ static void put_to_request(struct nic *nic, struct nic_pte *pte, struct nic_pkt 
 	(*nic->c.net_match_success[pte->pe])++;
 	/* A request buffer keeps only the eager part: software fetches the rest. */
 	bool retired;
-	deliver_put(nic, pte, le, hdr, p->payload, C_EVENT_PUT, cost, true, &retired);
+	deliver_put(nic, pte, le, hdr, p, C_EVENT_PUT, cost, true, &retired);
 	nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_REQUEST, p->payload_len, cost + nic->p->ack_gen);
 	if (retired)
 		le_remove(nic, pte, le);
@@ -377,7 +381,7 @@ static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		if (le->flags & C_LE_USE_ONCE)
 			(*nic->c.net_match_useonce[pte->pe])++;
 		bool retired;
-		deliver_put(nic, pte, le, &hdr, p->payload, C_EVENT_PUT, cost, false, &retired);
+		deliver_put(nic, pte, le, &hdr, p, C_EVENT_PUT, cost, false, &retired);
 		nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_PRIORITY, p->rlength, cost + np->ack_gen);
 		if (retired)
 			le_remove(nic, pte, le);
@@ -444,7 +448,7 @@ static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_
 	ule->buffer_id = ob->buffer_id;
 	ule->user_ptr = ob->user_ptr;
 	bool retired; /* the overflow buffer holds the eager part only */
-	deliver_put(nic, pte, ob, hdr, p->payload, C_EVENT_PUT, cost, true, &retired);
+	deliver_put(nic, pte, ob, hdr, p, C_EVENT_PUT, cost, true, &retired);
 	nic_le_list_append(&pte->lists[C_PTL_LIST_UNEXPECTED], ule);
 	nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_OVERFLOW, p->rlength, cost + nic->p->ack_gen);
 	if (retired)
