@@ -160,11 +160,12 @@ def scale_line(label, clients, r):
     info = r.runinfo
     mem = info.get("memory", {})
     per = mem.get("per_object", {}).get("client_process", {}).get("bytes_each", 0)
+    per_nic = mem.get("per_object", {}).get("nic", {}).get("bytes_each", 0)
     rss = info["peak_rss_kb"] / 1024 / 1024
     evcpu = info.get("events_per_cpu_s", 0)
     print(f"{label}: {clients:,} clients, wall {info['wall_time_s']:.1f} s, CPU {info.get('cpu_time_s', 0):.1f} s, "
           f"{evcpu / 1e6:.2f} M events/CPU-s ({info['events_per_s'] / 1e6:.2f} M/wall-s), peak RSS {rss:.2f} GB, "
-          f"{per / 1e3:.1f} KB per client process, {r.get('engine.events_processed') / 1e6:.1f} M events, "
+          f"{per / 1e3:.1f} KB per client process, {per_nic / 1e3:.1f} KB per NIC, {r.get('engine.events_processed') / 1e6:.1f} M events, "
           f"{r.get('rpc_client.rpc_rate') / 1e6:.0f} M RPC/s", flush=True)
     return evcpu, info["wall_time_s"], rss
 
@@ -201,7 +202,7 @@ def scale():
         r = load_run(d)
         evs, wall, rss = scale_line(f"bench scale aurora-full {strategy}, 1 ms", r.get("rpc_client.processes"), r)
         print(f"aurora-full {strategy}: wall {wall / 60:.1f} min (target < 10) {verdict(wall < 600)}, peak RSS "
-              f"{rss:.2f} GB (target < 16) {verdict(rss < 16)}, events/CPU-s {evs / base:.2f}x the 6,656-client "
+              f"{rss:.2f} GB (target < 16 with room to spare: <= 14) {verdict(rss <= 14)}, events/CPU-s {evs / base:.2f}x the 6,656-client "
               f"run (target >= 0.5) {verdict(evs >= 0.5 * base)}", flush=True)
 
 
