@@ -10,6 +10,7 @@ import time
 
 from . import REPO, InputError
 from . import inputs
+from .run import interrupts_held
 from . import scenario as scn
 
 HELP = "run a command over the simulated Slingshot fabric (e.g. fi_pingpong, mpirun)"
@@ -189,7 +190,10 @@ def _run_command(command, env):
     old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     child = None
     try:
-        child = subprocess.Popen(command, env=env)
+        # A signal landing inside Popen (after the fork, before it returns) would leave `child` unset and
+        # the command running on: hold it until `child` is known.
+        with interrupts_held(tuple(old)):
+            child = subprocess.Popen(command, env=env)
         return child.wait()
     except _Signalled as e:
         if child:

@@ -33,24 +33,23 @@ def stop_engines():
 
 
 @contextlib.contextmanager
-def _interrupts_held():
-    """SIGINT and SIGTERM that arrive while the block runs take effect right after it.  An interrupt that
-    landed inside subprocess.Popen -- after the fork, before Popen returns -- would raise there and orphan
-    the engine it had just started (nothing holds its Popen yet), so the engine outlived the front end.
-    Python runs signal handlers in the main thread only, so other threads need no holding."""
+def interrupts_held(signals=(signal.SIGINT, signal.SIGTERM)):
+    """SIGNALS that arrive while the block runs take effect right after it, through the handlers in place
+    before it.  An interrupt that landed inside subprocess.Popen -- after the fork, before Popen returns --
+    would raise there and orphan the process it had just started (nothing holds its Popen yet).  Python
+    runs signal handlers in the main thread only, so other threads need no holding."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     got = []
-    old_int = signal.signal(signal.SIGINT, lambda s, f: got.append(s))
+    old = {}
     try:
-        old_term = signal.signal(signal.SIGTERM, lambda s, f: got.append(s))
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGTERM, old_term)
+        for s in signals:
+            old[s] = signal.signal(s, lambda n, f: got.append(n))
+        yield
     finally:
-        signal.signal(signal.SIGINT, old_int)
+        for s, h in old.items():
+            signal.signal(s, h)
     for s in got:
         signal.raise_signal(s)  # the restored handler raises here, in the caller's try
 
@@ -58,7 +57,7 @@ def _interrupts_held():
 def _run_engine(cmd):
     proc = None
     try:
-        with _interrupts_held(), _engines_lock:
+        with interrupts_held(), _engines_lock:
             if _stopping:
                 raise RuntimeError("stopped")
             proc = subprocess.Popen(cmd)

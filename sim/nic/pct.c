@@ -47,6 +47,7 @@ struct nic_pct_table {
 	uint32_t open, high;
 	struct pct_use *fifo;
 	uint32_t fcap, fhead, flen;
+	simtime_t head_at; /* fifo[fhead].at while flen: most uses expire nothing, and need not touch the FIFO */
 };
 
 /* First sizes: a client NIC holds a few connections at a time; tables double as needed. */
@@ -110,6 +111,8 @@ static void fifo_push(struct nic_pct_table *t, uint64_t key, simtime_t at)
 		t->fcap = ncap;
 		t->fhead = 0;
 	}
+	if (!t->flen)
+		t->head_at = at;
 	t->fifo[(t->fhead + t->flen++) % t->fcap] = (struct pct_use){ key, at };
 }
 
@@ -117,10 +120,11 @@ static void fifo_push(struct nic_pct_table *t, uint64_t key, simtime_t at)
  * connection's older records, and records of one closed already, find it used later or gone). */
 static void expire(struct nic_pct_table *t, simtime_t now, simtime_t idle)
 {
-	while (t->flen && t->fifo[t->fhead].at + idle <= now) {
+	while (t->flen && t->head_at + idle <= now) {
 		struct pct_use u = t->fifo[t->fhead];
 		t->fhead = (t->fhead + 1) % t->fcap;
-		t->flen--;
+		if (--t->flen)
+			t->head_at = t->fifo[t->fhead].at;
 		struct pct_conn *c = slot_of(t, u.key);
 		if (c->key && c->last == u.at) {
 			slot_delete(t, c);

@@ -90,3 +90,32 @@ def test_sigkill_leaves_no_daemon(group):
         for pid in (daemon, cmd):
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_signal_inside_popen_reaches_the_command(monkeypatch):
+    """A SIGTERM that lands while subprocess.Popen is still starting the command (after the fork, before
+    Popen returns) is held until exec holds the command, then passed on to it: the command is not left
+    running.  The signal is sent from inside Popen, so the window is hit every time."""
+    from cxisim import cmd_exec
+    real = subprocess.Popen
+    started = []
+
+    def popen_then_signalled(*a, **kw):
+        p = real(*a, **kw)
+        started.append(p)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return p
+
+    monkeypatch.setattr(cmd_exec.subprocess, "Popen", popen_then_signalled)
+    try:
+        with pytest.raises(cmd_exec._Signalled) as e:
+            cmd_exec._run_command(["sleep", "600"], dict(os.environ))
+        assert e.value.signum == signal.SIGTERM
+        assert started, "the command was started"
+        assert started[0].wait(timeout=10) == -signal.SIGTERM, "the command got the signal"
+    finally:
+        for p in started:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert signal.getsignal(signal.SIGTERM) is not cmd_exec._on_signal, "exec's handlers are restored"
