@@ -34,12 +34,29 @@ def cpu_hogs(n=2):
             p.wait()
 
 
-def await_listener(port=47592):
+def await_listener(port):
     """Shell lines that wait (up to 30 s) until something listens on TCP `port`: fi_pingpong's out-of-band
-    socket (default port 47592).  A fixed `sleep 0.3` before starting the client lost that race on a loaded
-    machine ('connection refused')."""
+    socket.  A fixed `sleep 0.3` before starting the client lost that race on a loaded machine ('connection
+    refused')."""
     return (f"for _ in $(seq 600); do awk '$4 == \"0A\" {{print $2}}' /proc/net/tcp /proc/net/tcp6 "
             f"| grep -qi ':{port:04X}$' && break; sleep 0.05; done\n")
+
+
+def free_tcp_port():
+    """A TCP port nothing listens on now (the kernel's pick for a bind to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pingpong_pair(server_args, client_args, server_out="/dev/null"):
+    """Shell lines: fi_pingpong's server in the background (its pid in $srv, its output to server_out),
+    then its client once the server listens.  The out-of-band control port is a free one, not fi_pingpong's
+    fixed default (47592): with the default, two test runs on one machine met each other's servers (the
+    client connected to the other run's listener, or found it gone: 'connection refused', then a hang)."""
+    port = free_tcp_port()
+    return (f"fi_pingpong {server_args} -B {port} > {server_out} 2>&1 &\nsrv=$!\n" + await_listener(port) +
+            f"fi_pingpong {client_args} -P {port} localhost\n")
 
 
 def prog(name):

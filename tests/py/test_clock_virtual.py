@@ -14,7 +14,7 @@ import statistics
 
 import pytest
 
-from provider_helpers import BUILD_DIR, await_listener, cpu_hogs, cxisim_exec, emulation_counters
+from provider_helpers import BUILD_DIR, pingpong_pair, cpu_hogs, cxisim_exec, emulation_counters
 
 CLOCK_WORK = f"{BUILD_DIR}/tests/clock/clock_work"
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
@@ -59,10 +59,13 @@ def test_virtual_waits_charge_only_the_application():
     waits, plus only what the application's own code costs.  The interposer's work in a virtual wait (its
     real poll(0) readiness checks, its clock reads between idles: ~10 us of CPU per call here) is the
     emulation's (ops enter/leave).  Measured excess per 50 calls: median 11-12 us idle and with 2 or 3 CPU
-    hogs (it holds the row's own four raw clock reads); 35-58 us when the checks were charged."""
+    hogs (it holds the row's own four raw clock reads), 1.9% of the row's CPU time; 35-58 us (4.5-7.5%) when
+    the checks were charged.  Where the application's code itself is slower (a sanitized build, a loaded
+    machine: 26-28 us of 1.5-1.9 ms of CPU), the bound grows with the row's CPU time, 3.5% of it."""
     rows = work_rows("poll", 1)
     assert all(r[0] >= 50_000_000 for r in rows), rows
-    assert statistics.median(r[0] for r in rows) - 50_000_000 < 25_000, rows
+    excess = statistics.median(r[0] for r in rows) - 50_000_000
+    assert excess < max(25_000, 0.035 * statistics.median(r[1] for r in rows)), rows
 
 
 def test_control_requests_take_effect_at_the_callers_time(tmp_path):
@@ -107,8 +110,8 @@ def test_sleep_with_cpu_time_charged():
 
 
 def fi_pingpong(iters=2000, sets=None):
-    script = (f"fi_pingpong -p cxi -e rdm -S 8 -I {iters} > /dev/null 2>&1 &\nsrv=$!\n" + await_listener() +
-              f"fi_pingpong -p cxi -e rdm -S 8 -I {iters} localhost\nrc=$?\nwait $srv\nexit $rc\n")
+    args = f"-p cxi -e rdm -S 8 -I {iters}"
+    script = pingpong_pair(args, args) + "rc=$?\nwait $srv\nexit $rc\n"
     r = cxisim_exec(["bash", "-c", script], sets=sets, timeout=300)
     m = re.search(r"^8\s+\S+\s+=\S+\s+\S+\s+\S+s\s+\S+\s+(\S+)\s+\S+\s*$", r.stdout, re.M)
     assert r.returncode == 0 and m, r.stdout + r.stderr

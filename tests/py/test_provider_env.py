@@ -4,16 +4,15 @@ Provider-level switches (key cache, optimized MRs, match mode) are read back thr
 import pytest
 from cxisim.counters import telemetry_counters
 
-from provider_helpers import await_listener, cxisim_exec, prog
+from provider_helpers import pingpong_pair, cxisim_exec, prog
 
 
 def counters(tmp_path, env, size="65536"):
     script = tmp_path / "pp.sh"
     script.write_text(
         "#!/bin/bash\n"
-        f"fi_pingpong -p cxi -e rdm -S {size} -I 20 -c > /dev/null 2>&1 &\n"
-        "srv=$!\n" + await_listener() +
-        f"fi_pingpong -p cxi -e rdm -S {size} -I 20 -c localhost\nrc=$?\nwait $srv\nexit $rc\n")
+        + pingpong_pair(f"-p cxi -e rdm -S {size} -I 20 -c", f"-p cxi -e rdm -S {size} -I 20 -c")
+        + "rc=$?\nwait $srv\nexit $rc\n")
     script.chmod(0o755)
     out = tmp_path / "out"
     r = cxisim_exec([str(script)], env=env, out=out, timeout=120)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from provider_helpers import await_listener, cxisim_exec, foreign_env, provider_env
+from provider_helpers import pingpong_pair, cxisim_exec, foreign_env, provider_env
 
 
 def fi_info_blocks(text):
@@ -126,9 +126,8 @@ def run_pingpong(mode, tmp_path, time_mode=None):
     # -S all: every size of fi_pingpong's list, 1 B to 8 MiB; -c: data checks on every transfer.
     script.write_text(
         "#!/bin/bash\n"
-        f"fi_pingpong -p cxi -e rdm -m {mode} -S all -c -I 10 > {tmp_path}/server.txt 2>&1 &\n"
-        "srv=$!\n" + await_listener() +
-        f"fi_pingpong -p cxi -e rdm -m {mode} -S all -c -I 10 localhost\n"
+        + pingpong_pair(f"-p cxi -e rdm -m {mode} -S all -c -I 10", f"-p cxi -e rdm -m {mode} -S all -c -I 10",
+                        server_out=f"{tmp_path}/server.txt") +
         "rc=$?\nwait $srv\nsrc=$?\n"
         "exit $(( rc | src ))\n")
     script.chmod(0o755)

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from provider_helpers import await_listener, cxisim_exec, emulation_counters, prog
+from provider_helpers import pingpong_pair, cxisim_exec, emulation_counters, prog
 
 
 def run_json(rundir):
@@ -51,8 +51,7 @@ def test_stall_rule(tmp_path, how, cpu_scale):
 
 def test_causality_lag_zero_fi_pingpong(tmp_path):
     """fi_pingpong under virtual time: no command ever reaches the daemon after its virtual time."""
-    cmd = ["bash", "-c", "fi_pingpong -p cxi -e rdm -I 200 -S 8 &\n" + await_listener() +
-                         "fi_pingpong -p cxi -e rdm -I 200 -S 8 localhost"]
+    cmd = ["bash", "-c", pingpong_pair("-p cxi -e rdm -I 200 -S 8", "-p cxi -e rdm -I 200 -S 8")]
     r = cxisim_exec(cmd, out=tmp_path / "run", timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     c = emulation_counters(tmp_path / "run")
@@ -62,8 +61,7 @@ def test_causality_lag_zero_fi_pingpong(tmp_path):
 
 def test_realtime_counts_lag(tmp_path):
     """Realtime mode reports the same statistic (the engine runs ahead of the wall clock by design)."""
-    cmd = ["bash", "-c", "fi_pingpong -p cxi -e rdm -I 200 -S 8 &\n" + await_listener() +
-                         "fi_pingpong -p cxi -e rdm -I 200 -S 8 localhost"]
+    cmd = ["bash", "-c", pingpong_pair("-p cxi -e rdm -I 200 -S 8", "-p cxi -e rdm -I 200 -S 8")]
     r = cxisim_exec(cmd, out=tmp_path / "run", time_mode="realtime", timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     c = emulation_counters(tmp_path / "run")
