@@ -186,14 +186,20 @@ uint64_t clk_offset_ns(int family)
 	return g_offset[family];
 }
 
+/* The first virtual time any op returns fixes the offsets of the clock families. */
+static int offsets_from(int r, const uint64_t *ps)
+{
+	if (r == 0 && atomic_load_explicit(&g_offset_state, memory_order_acquire) != 2)
+		compute_offsets(*ps / 1000u);
+	return r;
+}
+
 int clk_now_ps(const struct cxisim_clock_ops *o, uint64_t *ps)
 {
 	t_in_ops++;
 	int r = o->now(ps);
 	t_in_ops--;
-	if (r == 0 && atomic_load_explicit(&g_offset_state, memory_order_acquire) != 2)
-		compute_offsets(*ps / 1000u);
-	return r;
+	return offsets_from(r, ps);
 }
 
 int clk_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t *ns)
@@ -214,10 +220,8 @@ int clk_trap_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t s
 	t_in_ops++;
 	int r = o->now_trapped(span_end_cpu_ns, post_ns, &ps);
 	t_in_ops--;
-	if (r != 0)
+	if (offsets_from(r, &ps) != 0)
 		return -1;
-	if (atomic_load_explicit(&g_offset_state, memory_order_acquire) != 2)
-		compute_offsets(ps / 1000u);
 	*ns = g_offset[family] + ps / 1000u;
 	return 0;
 }
@@ -229,9 +233,7 @@ int clk_enter_now(const struct cxisim_clock_ops *o, uint64_t *ps)
 	t_in_ops++;
 	int r = o->enter(ps);
 	t_in_ops--;
-	if (r == 0 && atomic_load_explicit(&g_offset_state, memory_order_acquire) != 2)
-		compute_offsets(*ps / 1000u);
-	return r;
+	return offsets_from(r, ps);
 }
 
 void clk_leave(const struct cxisim_clock_ops *o)
