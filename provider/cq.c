@@ -378,14 +378,12 @@ static int cq_signal(struct fid_cq *fid)
 		return -FI_ENOSYS;
 	atomic_store(&cq->signaled, true);
 	struct cxip_dev *dev = cq->dom->dev;
-	if (!dev->virt) {
-		uint64_t one = 1;
-		return write(cq->q.efd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
-	}
-	cxip_vt_wake_local(dev, cq->q.id, cxip_vt_enter(dev)); /* the wake-ups are the provider's work */
+	if (dev->virt) /* the wake-ups are the provider's work */
+		cxip_vt_wake_local(dev, cq->q.id, cxip_vt_enter(dev));
 	uint64_t one = 1;
 	int ret = write(cq->q.efd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
-	cxip_vt_rebase(dev);
+	if (dev->virt)
+		cxip_vt_rebase(dev);
 	return ret;
 }
 

@@ -399,11 +399,15 @@ static int cond_virtual(const struct cxisim_clock_ops *o, pthread_mutex_t *m, cl
 	uint64_t now;
 	if (f < 0 || clk_enter_now(o, &now) != 0)
 		return -1;
-	if (!valid_ts(abs) || now >= abs_deadline_ps(f, abs)) {
+	if (!valid_ts(abs)) {
 		clk_leave(o);
-		return !valid_ts(abs) ? EINVAL : ETIMEDOUT;
+		return EINVAL;
 	}
 	uint64_t deadline = abs_deadline_ps(f, abs);
+	if (now >= deadline) {
+		clk_leave(o);
+		return ETIMEDOUT;
+	}
 	pthread_mutex_unlock(m);
 	int r = clk_wait(o, deadline, &now);
 	pthread_mutex_lock(m);
