@@ -97,6 +97,8 @@ int main(int argc, char **argv)
 	struct daemon d = { .listen_fd = -1, .linger_s = 2.0 };
 	pid_t parent_pid = 0;
 	int c;
+	if (argc == 3 && !strcmp(argv[1], AWAKE_ARG))
+		return awake_main((pid_t)atoi(argv[2]));
 	while ((c = getopt_long(argc, argv, "s:c:S:o:pl:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': sock = optarg; break;
@@ -170,6 +172,7 @@ int main(int argc, char **argv)
 	d.st_extrapolations = stats_counter(st, "emulation.extrapolations");
 	d.st_wakes = stats_counter(st, "emulation.wakes");
 	d.st_held_reqs = stats_counter(st, "emulation.held_requests");
+	d.st_awake_spinners = stats_counter(st, "emulation.awake_spinners");
 	if (capture && capture_open(&d, capture, cap_payload, cap_image))
 		return 2;
 	pool_init(&d.op_pool, sizeof(struct dop), 1024);

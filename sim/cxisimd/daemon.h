@@ -52,6 +52,7 @@ struct emu_cfg {
 	double stall_timeout_s;  /* virtual: wall time before the stall rule looks at a thread that holds time */
 	uint64_t park_timeout_ns; /* virtual: wall time a parked thread waits with nothing changing */
 	simtime_t retry;         /* virtual: idle time after a full command queue */
+	bool keep_cores_awake;   /* virtual, cpu_scale > 0: idle-class spinners on every core (awake.c) */
 	uint32_t max_clients;
 	uint32_t next_rr;
 };
@@ -225,7 +226,8 @@ struct daemon {
 	struct capture *cap;  /* --capture: NULL when not capturing */
 	/* counters (stats registry) */
 	uint64_t *st_attach, *st_detach, *st_client_deaths, *st_cmds, *st_events, *st_backlogged, *st_bad_cmds,
-		*st_causality_lag, *st_causality_lag_count, *st_stalls, *st_stalls_paced, *st_extrapolations, *st_wakes, *st_held_reqs;
+		*st_causality_lag, *st_causality_lag_count, *st_stalls, *st_stalls_paced, *st_extrapolations, *st_wakes, *st_held_reqs,
+		*st_awake_spinners;
 };
 
 /* server.c */
@@ -304,6 +306,11 @@ static inline bool daemon_virtual(const struct daemon *d)
 	return d->emu->time_mode == CXISIM_TIME_VIRTUAL;
 }
 void vclock_init(struct daemon *d);
+/* awake.c: emulation.keep_cores_awake, spinners while processes are attached. */
+void awake_attach(struct daemon *d);
+void awake_detach(struct daemon *d);
+#define AWAKE_ARG "--keep-cores-awake-spinners" /* argv[1] of the spinners' process: awake_main(argv[2]) */
+int awake_main(pid_t parent);
 int vclock_attach(struct client *c);       /* the pcb eventfd; returns it or -errno */
 void vclock_detach(struct client *c);
 /* Advance virtual time as far as the threads allow, executing due commands and held requests. */

@@ -137,6 +137,41 @@ def test_fi_pingpong_prints_the_model_and_ignores_host_load():
     assert abs(loaded - idle) <= 0.05 * idle, (idle, loaded)
 
 
+def daemon_threads_script(pingpong):
+    """Shell lines: the scheduling classes of the threads of the daemon and of its children (ps's CLS: TS
+    normal, IDL SCHED_IDLE, B batch), sampled every 20 ms while the fi_pingpong pair runs ('during:'
+    lines), then once both processes have gone and the daemon has seen them go (up to 10 s; 'after:')."""
+    return ('dpid=$(pgrep -f -- "--socket $CXISIM_SOCKET" | head -1)\n'
+            'classes() { ps -L -o cls= -p "$dpid" --ppid "$dpid" | sort | uniq -c | tr -s " \\n" " "; }\n'
+            '(while :; do echo "during: $(classes)"; sleep 0.02; done) &\nsampler=$!\n'
+            f"{pingpong}rc=$?\nwait $srv\nkill $sampler\nwait $sampler 2>/dev/null\n"
+            'for _ in $(seq 100); do classes | grep -q IDL || break; sleep 0.1; done\n'
+            'echo "after: $(classes)"\necho "cpus: $(nproc)"\nexit $rc\n')
+
+
+@pytest.mark.parametrize("sets, spinners", [({"emulation.keep_cores_awake": 1}, True), ({}, False),
+                                             ({"emulation.keep_cores_awake": 1, "cpu_scale": 0}, False)])
+def test_cores_kept_awake_while_processes_are_attached(tmp_path, sets, spinners):
+    """emulation.keep_cores_awake 1 (off by default; docs/provider.md "What the model predicts"): while
+    processes are attached and CPU time is charged, the daemon runs one SCHED_IDLE spinner per CPU it may use
+    (threads of a child process), so the cores never go idle; never a spinner of a class that competes with
+    anyone, none once the processes have gone, none by default or with cpu_scale 0 (nothing charged).
+    metrics.json counts them (emulation.awake_spinners)."""
+    args = "-p cxi -e rdm -S 8 -I 20000"
+    r = cxisim_exec(["bash", "-c", daemon_threads_script(pingpong_pair(args, args))], sets=sets,
+                    out=tmp_path / "run", timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    counts = lambda text: {cls: int(n) for n, cls in re.findall(r"(\d+) (\w+)", text)}  # noqa: E731
+    during = [counts(t) for t in re.findall(r"^during: (.*)$", r.stdout, re.M)]
+    after = re.search(r"^after: (.*)$", r.stdout, re.M)
+    cpus = int(re.search(r"^cpus: (\d+)$", r.stdout, re.M).group(1))
+    assert during and after, r.stdout
+    assert all(set(d) <= {"TS", "IDL"} for d in during), during
+    assert set(counts(after.group(1))) == {"TS"}, after.group(1)
+    assert max(d.get("IDL", 0) for d in during) == (cpus if spinners else 0), (during, cpus)
+    assert emulation_counters(tmp_path / "run").get("awake_spinners", 0) == (cpus if spinners else 0)
+
+
 def netpipe(tmp_path, name, sets=None, upper=128, repeats=50):
     """NetPIPE's output file: {bytes: (Mbps as NetPIPE counts them, 2^20 bit/s; one-way time in s)}."""
     out = tmp_path / f"{name}.np"
