@@ -836,6 +836,13 @@ static void nic_memory(struct sim *sim, struct mem_report *r)
 	mem_add(r, "nic.endpoint_state", lnis, owned);
 	mem_unit(r, "nic", w->n, core + recs);
 	mem_unit(r, "idle_nic", idle, idle_b);
+	const struct { const char *name; const struct pool *p; } pools[] = {
+		{ "nic.le_work", &w->rec.le_work }, { "nic.ule", &w->rec.ule }, { "nic.pkt", &w->rec.pkt },
+		{ "nic.op", &w->rec.op }, { "nic.evrec", &w->rec.evrec },
+	};
+	for (unsigned i = 0; i < ARRAY_SIZE(pools); i++)
+		mem_pool(r, pools[i].name, pools[i].p->obj_size, pools[i].p->allocated, pools[i].p->live,
+			 pool_bytes(pools[i].p));
 	sw_memory(sim, r);
 }
 

@@ -375,6 +375,9 @@ void sw_memory(struct sim *sim, struct mem_report *r)
 	mem_add(r, "sw.records", w->reqs.allocated + w->uxs.allocated + w->rmsgs.allocated,
 		pool_bytes(&w->reqs) + pool_bytes(&w->uxs) + pool_bytes(&w->rmsgs) + sizeof(*w) +
 			(uint64_t)w->n * sizeof(*w->used));
+	mem_pool(r, "sw.req", w->reqs.obj_size, w->reqs.allocated, w->reqs.live, pool_bytes(&w->reqs));
+	mem_pool(r, "sw.ux", w->uxs.obj_size, w->uxs.allocated, w->uxs.live, pool_bytes(&w->uxs));
+	mem_pool(r, "sw.rmsg", w->rmsgs.obj_size, w->rmsgs.allocated, w->rmsgs.live, pool_bytes(&w->rmsgs));
 }
 
 uint64_t sw_rmsgs_live(struct sim *sim)
