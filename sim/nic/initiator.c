@@ -9,7 +9,7 @@
 
 struct nic_pkt *nic_pkt_new(struct nic *nic)
 {
-	struct nic_pkt *p = pool_get(&nic->rec->pkt);
+	struct nic_pkt *p = pool_get(&nic->rec->pkt_ule);
 	memset(p, 0, sizeof(*p));
 	p->msg.ctx = p;
 	return p;
@@ -21,7 +21,7 @@ void nic_pkt_free(struct nic *nic, struct nic_pkt *p)
 	p->payload = NULL;
 	/* Packets are allocated by the sender and freed by the receiver: pools are per NIC, so a packet
 	 * returns to the receiving NIC's pool (the pools only hold equal-sized records). */
-	pool_put(&nic->rec->pkt, p);
+	pool_put(&nic->rec->pkt_ule, p);
 }
 
 static void send_now(struct sim *sim, void *obj, uint64_t arg)
@@ -321,7 +321,7 @@ void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct ni
 	op->vni = hdr->vni;
 	op->initiator = hdr->initiator;
 	op->rlength = hdr->rlength;
-	op->header_data = hdr->header_data;
+	op->header_data = hdr->le.header_data;
 	op->match_bits = hdr->le.match_bits;
 	op->rendezvous_id = hdr->rendezvous_id;
 	struct nic_pkt *p = nic_pkt_new(nic);
@@ -335,7 +335,7 @@ void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct ni
 	p->match_bits = hdr->le.match_bits;
 	/* The Put carried the initiator's buffer address (use_offset_for_get): fetch what follows the
 	 * eager part. */
-	p->remote_offset = hdr->remote_offset + hdr->mlength;
+	p->remote_offset = hdr->le.remote_offset + hdr->mlength;
 	p->rendezvous_id = hdr->rendezvous_id;
 	p->msg.src = nic->addr;
 	p->msg.dst = C_MATCH_ID_NIC(hdr->initiator);

@@ -63,10 +63,10 @@ static void event_from_le(struct nic_event *ev, uint8_t type, const struct nic_l
 static void event_hdr(struct nic_event *ev, const struct nic_ule *hdr)
 {
 	ev->match_bits = hdr->le.match_bits;
-	ev->header_data = hdr->header_data;
+	ev->header_data = hdr->le.header_data;
 	ev->initiator = hdr->initiator;
 	ev->vni = hdr->vni;
-	ev->remote_offset = hdr->remote_offset;
+	ev->remote_offset = hdr->le.remote_offset;
 	ev->rlength = hdr->rlength;
 	ev->rendezvous_id = hdr->rendezvous_id;
 	if (hdr->rendezvous)
@@ -104,8 +104,8 @@ static void hdr_from_pkt(struct nic_ule *h, const struct nic_pkt *p)
 	h->le.ule = true;
 	h->initiator = p->initiator;
 	h->le.match_bits = p->match_bits;
-	h->header_data = p->header_data;
-	h->remote_offset = p->remote_offset;
+	h->le.header_data = p->header_data;
+	h->le.remote_offset = p->remote_offset;
 	h->rlength = p->rlength;
 	h->mlength = p->payload_len;
 	h->vni = p->msg.vni;
@@ -169,7 +169,7 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 			const struct nic_pkt *p, uint8_t ev_type, simtime_t delay, bool landing, bool *retired)
 {
 	const uint8_t *payload = p ? p->payload : NULL;
-	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : hdr->remote_offset;
+	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : hdr->le.remote_offset;
 	uint64_t space = le->length > offset ? le->length - offset : 0;
 	uint32_t want = landing ? hdr->mlength : hdr->rlength;
 	uint32_t mlength = want < space ? want : (uint32_t)space;
@@ -253,14 +253,14 @@ static void le_bounds_fail(struct nic *nic, struct nic_pte *pte, struct nic_le *
 		struct nic_event mev;
 		event_from_le(&mev, C_EVENT_MATCH, le);
 		event_hdr(&mev, hdr);
-		mev.start = le->start + hdr->remote_offset;
+		mev.start = le->start + hdr->le.remote_offset;
 		nic_post_target_event(nic, pte, &mev, delay);
 	}
 	struct nic_event ev;
 	event_from_le(&ev, ev_type, le);
 	event_hdr(&ev, hdr);
 	ev.rc = C_RC_ADDR_OUT_OF_RANGE;
-	ev.start = le->start + hdr->remote_offset;
+	ev.start = le->start + hdr->le.remote_offset;
 	ev.mlength = 0;
 	if (!(le->flags & C_LE_EVENT_COMM_DISABLE))
 		nic_post_target_event(nic, pte, &ev, delay);
@@ -437,7 +437,7 @@ static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_
 	(*nic->c.net_match_overflow[pte->pe])++;
 	(*nic->c.net_match_success[pte->pe])++;
 	/* The overflow buffer takes the eager bytes; the header goes on the UNEXPECTED list. */
-	struct nic_ule *u = pool_get(&nic->rec->ule);
+	struct nic_ule *u = pool_get(&nic->rec->pkt_ule);
 	*u = *hdr;
 	struct nic_le *ule = &u->le;
 	ule->pte = pte;

@@ -535,8 +535,7 @@ static void world_free(void *p)
 		nic_free_one(w->nics[i]);
 	free(w->nics);
 	pool_free_all(&w->rec.le_work);
-	pool_free_all(&w->rec.ule);
-	pool_free_all(&w->rec.pkt);
+	pool_free_all(&w->rec.pkt_ule);
 	pool_free_all(&w->rec.op);
 	pool_free_all(&w->rec.evrec);
 	pool_free_all(&w->rec.eq);
@@ -691,8 +690,8 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 	struct nic_world *w = xcalloc(1, sizeof(*w));
 	pool_init(&w->rec.le_work, sizeof(struct nic_le) > sizeof(struct nic_work) ? sizeof(struct nic_le) : sizeof(struct nic_work),
 		  1024);
-	pool_init(&w->rec.ule, sizeof(struct nic_ule), 1024);
-	pool_init(&w->rec.pkt, sizeof(struct nic_pkt), 1024);
+	pool_init(&w->rec.pkt_ule, sizeof(struct nic_pkt) > sizeof(struct nic_ule) ? sizeof(struct nic_pkt) : sizeof(struct nic_ule),
+		  1024);
 	pool_init(&w->rec.op, sizeof(struct nic_op), 1024);
 	pool_init(&w->rec.evrec, sizeof(struct nic_event) + 32, 1024);
 	pool_init(&w->rec.eq, sizeof(struct nic_eq), 1024);
@@ -782,7 +781,7 @@ static uint64_t owned_bytes(struct nic *nic, const struct nic_lni *lni, bool les
 		b += sizeof(*p);
 		for (unsigned l = 0; les && l < 4; l++)
 			b += (uint64_t)p->lists[l].count *
-			     (l == C_PTL_LIST_UNEXPECTED ? nic->rec->ule.obj_size : nic->rec->le_work.obj_size);
+			     (l == C_PTL_LIST_UNEXPECTED ? nic->rec->pkt_ule.obj_size : nic->rec->le_work.obj_size);
 	}
 	for (uint32_t i = 0; i < nic->cts.n; i++) {
 		const struct nic_ct *c = nic->cts.rec[i];
@@ -811,7 +810,7 @@ static uint64_t nic_core_bytes(const struct nic *nic)
 
 static uint64_t records_bytes(const struct nic_records *r)
 {
-	return pool_bytes(&r->le_work) + pool_bytes(&r->ule) + pool_bytes(&r->pkt) + pool_bytes(&r->op) + pool_bytes(&r->evrec);
+	return pool_bytes(&r->le_work) + pool_bytes(&r->pkt_ule) + pool_bytes(&r->op) + pool_bytes(&r->evrec);
 }
 
 static void nic_memory(struct sim *sim, struct mem_report *r)
@@ -831,13 +830,13 @@ static void nic_memory(struct sim *sim, struct mem_report *r)
 		owned += (uint64_t)nic->nlnis * sizeof(struct nic_lni) + owned_bytes(nic, NULL, false);
 	}
 	mem_add(r, "nic.core", w->n, core);
-	mem_add(r, "nic.records", w->rec.le_work.allocated + w->rec.ule.allocated + w->rec.pkt.allocated + w->rec.op.allocated +
+	mem_add(r, "nic.records", w->rec.le_work.allocated + w->rec.pkt_ule.allocated + w->rec.op.allocated +
 					  w->rec.evrec.allocated, recs);
 	mem_add(r, "nic.endpoint_state", lnis, owned);
 	mem_unit(r, "nic", w->n, core + recs);
 	mem_unit(r, "idle_nic", idle, idle_b);
 	const struct { const char *name; const struct pool *p; } pools[] = {
-		{ "nic.le_work", &w->rec.le_work }, { "nic.ule", &w->rec.ule }, { "nic.pkt", &w->rec.pkt },
+		{ "nic.le_work", &w->rec.le_work }, { "nic.pkt_ule", &w->rec.pkt_ule },
 		{ "nic.op", &w->rec.op }, { "nic.evrec", &w->rec.evrec },
 	};
 	for (unsigned i = 0; i < ARRAY_SIZE(pools); i++)

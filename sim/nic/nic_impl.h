@@ -61,21 +61,29 @@ struct nic_le {
 	uint32_t ctn;
 	/* The list's index (le_index.c), while it has one: position, and the LEs of its hash bucket. */
 	uint32_t pos;
-	struct nic_le *ix_next, *ix_prev;
+	union {
+		struct {                 /* posted LE (an UNEXPECTED list is never indexed) */
+			struct nic_le *ix_next, *ix_prev;
+		};
+		struct {                 /* unexpected header (struct nic_ule) */
+			uint64_t header_data, remote_offset;
+		};
+	};
 };
 
-/* An unexpected header (ule == true): an LE with what the header said.  A record of its own size, from its
- * own pool, so that the many posted LEs (15 per client endpoint in the whole-machine scenario) do not
- * carry these fields (120 bytes instead of 152). */
+/* An unexpected header (ule == true): an LE with what the header said.  It is a request packet the PE
+ * landed in an overflow buffer, so its record is a packet's slot (nic_records.pkt_ule): the whole
+ * machine's 4.4 M requests are packets at the start burst and unexpected headers for the rest of the run.
+ * Its header fields take the place of the index links an unexpected list never has, to fit the slot. */
 struct nic_ule {
 	struct nic_le le;
-	uint64_t header_data, remote_offset;
 	uint32_t initiator;
 	uint32_t rlength, mlength;   /* requested bytes, eager bytes stored in the overflow buffer */
 	uint16_t vni;
 	uint8_t rendezvous_id;
 	bool rendezvous;
 };
+_Static_assert(sizeof(struct nic_ule) <= 136, "an unexpected header fits a packet's slot (struct nic_pkt)");
 
 static inline struct nic_ule *nic_ule_of(struct nic_le *le)
 {
@@ -230,7 +238,11 @@ struct nic_records {
 	 * at once; with separate pools the work items' 2 GB of slabs sat unused behind the 16.6 M LEs they
 	 * became for the rest of the run.  Shared, the burst's slots are the LEs'. */
 	struct pool le_work;
-	struct pool ule, pkt, op, evrec;
+	/* Packets and unexpected headers share one pool likewise: a request the PE lands in an overflow buffer
+	 * stops being a packet and becomes an unexpected header.  At 1 ms of the whole machine with standard
+	 * receives 4.4 M requests wait as headers, in the slots their packets left at the start burst. */
+	struct pool pkt_ule;
+	struct pool op, evrec;
 	/* Per-endpoint records (EQs, PtlTEs, CTs, LNIs, command queues): a million endpoints' records one
 	 * malloc each paid the allocator's chunk header and rounding, ~0.1 GB across the whole machine. */
 	struct pool eq, pte, ct, lni, cmdq;

@@ -212,13 +212,17 @@ void sw_ep_take_host_work(struct sw_ep *ep, struct sw_host_work *out)
 /* Per simulation: the pids in use on every NIC, and the pools every endpoint takes its per-message
  * records from -- requests (receives, sends, RMA operations, peeks), unexpected messages, rendezvous
  * messages being received -- so no message calls malloc and a leak shows as a live count that does not
- * come back.  One pool per record type: their sizes differ several-fold, and each keeps its own count. */
+ * come back (each type keeps its own count).  Requests and unexpected messages share one pool of slots the
+ * size of the larger: a client's send request completes when its message has landed at the server, where
+ * it waits as an unexpected message; with separate pools the whole machine's 4.4 M send requests of the
+ * start burst left 0.8 GB of request slabs behind while 4.4 M unexpected records took as many again. */
 #define SW_WORLD_KEY "cxi.sw" /* sim_world_get name of the state below */
 
 struct sw_world {
 	uint32_t n;
 	uint8_t (*used)[C_PID_ANY];
-	struct pool reqs, uxs, rmsgs, bufs;
+	struct pool req_ux, rmsgs, bufs;
+	uint64_t reqs_live, uxs_live;
 	struct sw_ep *eps;  /* open endpoints */
 };
 
@@ -226,8 +230,7 @@ static void sw_world_free(void *p)
 {
 	struct sw_world *w = p;
 	free(w->used);
-	pool_free_all(&w->reqs);
-	pool_free_all(&w->uxs);
+	pool_free_all(&w->req_ux);
 	pool_free_all(&w->rmsgs);
 	pool_free_all(&w->bufs);
 	free(w);
@@ -247,8 +250,8 @@ static struct sw_world *sw_world(struct sim *sim)
 		w = xcalloc(1, sizeof(*w));
 		w->n = nic_count(sim);
 		w->used = xcalloc(w->n ? w->n : 1, sizeof(*w->used));
-		record_pool_init(&w->reqs, sizeof(struct sw_req));
-		record_pool_init(&w->uxs, sizeof(struct sw_ux));
+		record_pool_init(&w->req_ux, sizeof(struct sw_req) > sizeof(struct sw_ux) ? sizeof(struct sw_req)
+												   : sizeof(struct sw_ux));
 		record_pool_init(&w->rmsgs, sizeof(struct sw_rmsg));
 		record_pool_init(&w->bufs, sizeof(struct sw_buf));
 		sim_world_set(sim, SW_WORLD_KEY, w);
@@ -264,7 +267,8 @@ static uint8_t *pid_row(struct sim *sim, uint32_t nic)
 
 struct sw_req *sw_req_new(struct sw_ep *ep, uint8_t kind)
 {
-	struct sw_req *r = pool_get(ep->reqs);
+	struct sw_req *r = pool_get(ep->req_ux);
+	ep->w->reqs_live++;
 	memset(r, 0, sizeof(*r));
 	r->obj.kind = kind;
 	r->ep = ep;
@@ -277,19 +281,22 @@ void sw_req_free(struct sw_ep *ep, struct sw_req *r)
 		sim_timer_cancel(ep->sim, &r->rnr_timer);
 		nic_payload_free(r->inject);
 	}
-	pool_put(ep->reqs, r);
+	ep->w->reqs_live--;
+	pool_put(ep->req_ux, r);
 }
 
 struct sw_ux *sw_ux_new(struct sw_ep *ep)
 {
-	struct sw_ux *u = pool_get(ep->uxs);
+	struct sw_ux *u = pool_get(ep->req_ux);
+	ep->w->uxs_live++;
 	memset(u, 0, sizeof(*u));
 	return u;
 }
 
 void sw_ux_free(struct sw_ep *ep, struct sw_ux *u)
 {
-	pool_put(ep->uxs, u);
+	ep->w->uxs_live--;
+	pool_put(ep->req_ux, u);
 }
 
 struct sw_rmsg *sw_rmsg_new(struct sw_ep *ep)
@@ -320,13 +327,13 @@ void sw_buf_free(struct sw_ep *ep, struct sw_buf *b)
 uint64_t sw_reqs_live(struct sim *sim)
 {
 	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
-	return w ? w->reqs.live : 0;
+	return w ? w->reqs_live : 0;
 }
 
 uint64_t sw_ux_live(struct sim *sim)
 {
 	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
-	return w ? w->uxs.live : 0;
+	return w ? w->uxs_live : 0;
 }
 
 /* The endpoint's provider-side state: the record and what hangs off it (not pooled records, not the NIC). */
@@ -360,7 +367,7 @@ uint64_t sw_ep_bytes(const struct sw_ep *ep)
 	uint64_t reqs = ep->posted.len + ep->replay.len + ep->inflight.len + ep->peeks.len + ep->msg_queue.len +
 			ep->rma_queue.len + ep->rnr_wait.len;
 	uint64_t uxs = ep->ux.len + ep->pending_ux.len + ep->ux_map_n;
-	return ep_own_bytes(ep) + reqs * ep->reqs->obj_size + uxs * ep->uxs->obj_size + nic_lni_bytes(ep->lni);
+	return ep_own_bytes(ep) + (reqs + uxs) * ep->req_ux->obj_size + nic_lni_bytes(ep->lni);
 }
 
 void sw_memory(struct sim *sim, struct mem_report *r)
@@ -372,11 +379,10 @@ void sw_memory(struct sim *sim, struct mem_report *r)
 	for (const struct sw_ep *ep = w->eps; ep; ep = ep->w_next, n++)
 		b += ep_own_bytes(ep);
 	mem_add(r, "sw.endpoint", n, b);
-	mem_add(r, "sw.records", w->reqs.allocated + w->uxs.allocated + w->rmsgs.allocated,
-		pool_bytes(&w->reqs) + pool_bytes(&w->uxs) + pool_bytes(&w->rmsgs) + sizeof(*w) +
+	mem_add(r, "sw.records", w->req_ux.allocated + w->rmsgs.allocated,
+		pool_bytes(&w->req_ux) + pool_bytes(&w->rmsgs) + sizeof(*w) +
 			(uint64_t)w->n * sizeof(*w->used));
-	mem_pool(r, "sw.req", w->reqs.obj_size, w->reqs.allocated, w->reqs.live, pool_bytes(&w->reqs));
-	mem_pool(r, "sw.ux", w->uxs.obj_size, w->uxs.allocated, w->uxs.live, pool_bytes(&w->uxs));
+	mem_pool(r, "sw.req_ux", w->req_ux.obj_size, w->req_ux.allocated, w->req_ux.live, pool_bytes(&w->req_ux));
 	mem_pool(r, "sw.rmsg", w->rmsgs.obj_size, w->rmsgs.allocated, w->rmsgs.live, pool_bytes(&w->rmsgs));
 }
 
@@ -723,8 +729,8 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 		ep->env->req_buf_max_count = 8 * ep->env->req_buf_min_posted;
 	ep->pid = pid;
 	struct sw_world *w = sw_world(sim);
-	ep->reqs = &w->reqs;
-	ep->uxs = &w->uxs;
+	ep->w = w;
+	ep->req_ux = &w->req_ux;
 	ep->rmsgs = &w->rmsgs;
 	ep->rnr_max_us = ep->env->rnr_max_timeout_us;
 	ep->state_obj.kind = SWK_STATE;
