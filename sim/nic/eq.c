@@ -215,16 +215,16 @@ bool nic_eq_post(struct nic *nic, uint32_t eqn, const struct nic_event *ev, simt
 	if (eq_used(q) >= limit) {
 		q->dropped++;
 		if (fc_reserved)
-			(*nic->c.events_dropped_fc_sc)++;
+			NIC_C(nic, events_dropped_fc_sc)++;
 		else
-			(*nic->c.events_dropped_ordinary)++;
+			NIC_C(nic, events_dropped_ordinary)++;
 		nic_count_limit(nic);
 		return false;
 	}
 	q->pending++;
-	(*nic->c.events_enqueued)++;
-	if (ev->type < C_EVENT_TYPES && nic->c.event_type[ev->type])
-		(*nic->c.event_type[ev->type])++;
+	NIC_C(nic, events_enqueued)++;
+	if (ev->type < C_EVENT_TYPES && nic_cix.event_type[ev->type] != NIC_CIX_NONE)
+		NIC_C(nic, event_type[ev->type])++;
 	_Static_assert(sizeof(struct evrec) <= sizeof(struct nic_event) + 32, "evrec pool object size");
 	struct evrec *r = pool_get(&nic->rec->evrec);
 	r->nic = nic;

@@ -28,14 +28,14 @@ static void send_now(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct nic *nic = obj;
 	struct nic_pkt *p = (struct nic_pkt *)(uintptr_t)arg;
-	(*nic->c.pkts_tx)++;
-	*nic->c.tx_bytes += p->msg.bytes;
+	NIC_C(nic, pkts_tx)++;
+	NIC_C(nic, tx_bytes) += p->msg.bytes;
 	if ((p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO) && nic_pct_sct_use(nic, p) &&
 	    nic->p->pct_conn) {
 		/* The connection's open and later close handshake occupy the transmit engine (pct_conn_ns). */
 		simtime_t now = sim_now(sim);
 		nic->tx_free = (nic->tx_free > now ? nic->tx_free : now) + nic->p->pct_conn;
-		*nic->c.tx_busy_ps += nic->p->pct_conn;
+		NIC_C(nic, tx_busy_ps) += nic->p->pct_conn;
 	}
 	fabric_send(sim, nic->fabric, &p->msg);
 }
@@ -97,7 +97,7 @@ static void rh_resend(struct nic *nic, struct nic_pkt *nack)
 	p->msg.dst = nack->msg.src;
 	p->msg.bytes = p->orig_bytes;
 	nic_pkt_free(nic, nack);
-	(*nic->c.rh_retries)++;
+	NIC_C(nic, rh_retries)++;
 	nic_send_pkt(nic, p, nic->p->rh_retry);
 }
 
@@ -277,7 +277,7 @@ static void tx_exec(struct sim *sim, void *obj, uint64_t arg)
 	(void)arg;
 	/* Busy time is counted as commands complete, so a queue left at the end of a run is not counted. */
 	if (nic->active)
-		*nic->c.tx_busy_ps += tx_cost(nic, w);
+		NIC_C(nic, tx_busy_ps) += tx_cost(nic, w);
 	switch (w->cmd.op) {
 	case NIC_CMD_PUT:
 	case NIC_CMD_IDC_PUT:
@@ -419,7 +419,7 @@ static void send_now_prefetch(const void *obj, uint64_t arg)
 {
 	const struct nic *nic = obj;
 	(void)arg;
-	__builtin_prefetch(&nic->c.pkts_tx);
+	__builtin_prefetch(&NIC_C(nic, pkts_tx));
 }
 
 void nic_initiator_prefetch_hooks(struct sim *sim)

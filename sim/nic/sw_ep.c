@@ -223,6 +223,8 @@ struct sw_world {
 	uint8_t (*used)[C_PID_ANY];
 	struct pool req_ux, rmsgs, bufs;
 	uint64_t reqs_live, uxs_live;
+	struct sw_env **envs;   /* the distinct environments of the endpoints opened, shared read-only */
+	uint32_t nenvs;
 	struct sw_ep *eps;  /* open endpoints */
 };
 
@@ -233,6 +235,9 @@ static void sw_world_free(void *p)
 	pool_free_all(&w->req_ux);
 	pool_free_all(&w->rmsgs);
 	pool_free_all(&w->bufs);
+	for (uint32_t i = 0; i < w->nenvs; i++)
+		free(w->envs[i]);
+	free(w->envs);
 	free(w);
 }
 
@@ -258,6 +263,21 @@ static struct sw_world *sw_world(struct sim *sim)
 		sim_on_destroy(sim, sw_world_free, w);
 	}
 	return w;
+}
+
+/* The shared copy of environment e (its bytes: every endpoint of a scenario is opened with a copy of the
+ * same one).  The newest copies are looked at first and only a few of them, so an endpoint opened with a
+ * new environment costs what it did before this was shared, never a search through thousands. */
+static const struct sw_env *env_shared(struct sw_world *w, const struct sw_env *e)
+{
+	for (uint32_t i = w->nenvs, k = 0; i-- > 0 && k < 16; k++)
+		if (!memcmp(w->envs[i], e, sizeof(*e)))
+			return w->envs[i];
+	w->envs = xrealloc(w->envs, (w->nenvs + 1) * sizeof(*w->envs));
+	struct sw_env *c = xmalloc(sizeof(*c));
+	memcpy(c, e, sizeof(*c));
+	w->envs[w->nenvs++] = c;
+	return c;
 }
 
 static uint8_t *pid_row(struct sim *sim, uint32_t nic)
@@ -378,7 +398,7 @@ void sw_memory(struct sim *sim, struct mem_report *r)
 	uint64_t n = 0, b = 0;
 	for (const struct sw_ep *ep = w->eps; ep; ep = ep->w_next, n++)
 		b += ep_own_bytes(ep);
-	mem_add(r, "sw.endpoint", n, b);
+	mem_add(r, "sw.endpoint", n, b + (uint64_t)w->nenvs * (sizeof(*w->envs) + sizeof(**w->envs)));
 	mem_add(r, "sw.records", w->req_ux.allocated + w->rmsgs.allocated,
 		pool_bytes(&w->req_ux) + pool_bytes(&w->rmsgs) + sizeof(*w) +
 			(uint64_t)w->n * sizeof(*w->used));
@@ -721,14 +741,16 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 	struct sw_ep *ep = xcalloc(1, sizeof(*ep));
 	ep->nic = nic;
 	ep->sim = sim;
-	ep->attr = *attr;
-	ep->env = &ep->attr.env;
-	if (ep->env->rx_match_mode == SW_MATCH_SOFTWARE)
-		ep->env->msg_offload = false;
-	if (!ep->env->req_buf_max_count)
-		ep->env->req_buf_max_count = 8 * ep->env->req_buf_min_posted;
+	memcpy(&ep->attr, (const char *)attr + offsetof(struct sw_ep_attr, proto), sizeof(ep->attr));
+	struct sw_env env;
+	memcpy(&env, &attr->env, sizeof(env));
+	if (env.rx_match_mode == SW_MATCH_SOFTWARE)
+		env.msg_offload = false;
+	if (!env.req_buf_max_count)
+		env.req_buf_max_count = 8 * env.req_buf_min_posted;
 	ep->pid = pid;
 	struct sw_world *w = sw_world(sim);
+	ep->env = env_shared(w, &env);
 	ep->w = w;
 	ep->req_ux = &w->req_ux;
 	ep->rmsgs = &w->rmsgs;

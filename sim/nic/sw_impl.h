@@ -257,8 +257,8 @@ struct sw_region {
 struct sw_ep {
 	struct nic *nic;
 	struct sim *sim;
-	struct sw_ep_attr attr;
-	struct sw_env *env;
+	struct sw_ep_opts attr;       /* its attributes but the environment, */
+	const struct sw_env *env;     /* ... which it shares (sw_ep.c) */
 	struct nic_lni *lni;
 	uint32_t pid;
 	struct nic_mem_ops memops;   /* routes private addresses to provider memory, the rest to the user's */

@@ -670,3 +670,44 @@ Test(nic_records, header_of_a_receive_waiting_for_data)
 	cr_assert_eq(memcmp(g_dst[0], g_src, EAGER), 0);
 	rig_close(&g);
 }
+
+/* ---------------------------------------------------------------- shared environments */
+
+static void small_rdzv(struct sw_ep_attr *a)
+{
+	hw(a);
+	a->env.rdzv_threshold = 4096;
+}
+
+/* Endpoints keep their own options and share one read-only copy of each distinct FI_CXI_* environment,
+ * resolved as each endpoint resolved its own (request buffer count, message offload). */
+Test(nic_records, endpoints_share_their_environment)
+{
+	struct tsim s = tsim_new("{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 3}, \"nic\": {}}", 1);
+	struct tep a, b, c, d;
+	cr_assert_eq(tep_open(&a, &s, 0, hw), 0);
+	cr_assert_eq(tep_open(&b, &s, 1, hw), 0);
+	cr_assert_eq(tep_open(&c, &s, 2, small_rdzv), 0);
+	cr_assert_eq(tep_open(&d, &s, 0, sw), 0);
+	sim_run(s.sim);
+	cr_assert_eq(a.ep->env, b.ep->env, "the same environment: one copy");
+	cr_assert_neq(a.ep->env, c.ep->env);
+	cr_assert_neq(a.ep->env, d.ep->env);
+	cr_assert_eq(a.ep->env->rdzv_threshold, 256 * 1024);
+	cr_assert_eq(c.ep->env->rdzv_threshold, 4096);
+	cr_assert_eq(a.ep->env->req_buf_max_count, 8 * a.ep->env->req_buf_min_posted);
+	cr_assert(a.ep->env->msg_offload && !d.ep->env->msg_offload);
+	cr_assert_eq(d.ep->env->rx_match_mode, SW_MATCH_SOFTWARE);
+	cr_assert_eq(a.ep->attr.num_vnis, 1, "options are the endpoint's own");
+	cr_assert_eq(a.ep->attr.comp_ctx, &a);
+	cr_assert_eq(b.ep->attr.comp_ctx, &b);
+	tep_close(&d);
+	tep_close(&c);
+	tep_close(&b);
+	struct tep e;
+	cr_assert_eq(tep_open(&e, &s, 1, hw), 0);
+	cr_assert_eq(e.ep->env, a.ep->env, "still shared after the others closed");
+	tep_close(&e);
+	tep_close(&a);
+	tsim_free(&s);
+}
