@@ -97,7 +97,8 @@ enum { T_KINDS, T_UNITS, T_POOLS };
 
 static void put_table(const struct mem_table *t, FILE *f, int what)
 {
-	qsort(t->v, t->n, sizeof(*t->v), by_name);
+	if (t->n) /* no table yet when no model added a line (qsort must not get NULL) */
+		qsort(t->v, t->n, sizeof(*t->v), by_name);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct mem_line *l = &t->v[i];
 		fprintf(f, "%s\"%s\": {", i ? ", " : "", l->name);
