@@ -245,9 +245,31 @@ static void eq_publish_prefetch(const void *obj, uint64_t arg)
 	__builtin_prefetch(q);
 	__builtin_prefetch(q + 64);
 	__builtin_prefetch(q + sizeof(struct nic_eq) - 1);
+	/* the request the event completes (the provider reads its kind first), and the NIC's EQ table header
+	 * (the notified endpoint reads the EQ back by number) */
+	if (r->ev.user_ptr >= (1ULL << 32))
+		__builtin_prefetch((const void *)(uintptr_t)r->ev.user_ptr);
+	__builtin_prefetch(&r->nic->eqs);
+}
+
+/* ... one pop ahead: the ring slot the event is written to, the notified endpoint's record, the EQ's
+ * entry in the NIC's table. */
+static void eq_publish_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct evrec *r = obj;
+	const struct nic_eq *q = r->q;
+	(void)arg;
+	if (q->ring && q->ring_cap)
+		__builtin_prefetch(&q->ring[q->wr % q->ring_cap], 1);
+	if (q->notify_ctx)
+		__builtin_prefetch(q->notify_ctx);
+	const struct nic_table *t = &r->nic->eqs;
+	if (r->eqn < t->n)
+		__builtin_prefetch(&t->rec[r->eqn]);
 }
 
 void nic_eq_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, eq_publish, eq_publish_prefetch);
+	sim_prefetch_hook_next(sim, eq_publish, eq_publish_prefetch_next);
 }

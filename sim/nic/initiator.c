@@ -414,12 +414,13 @@ void nic_initiator_rx(struct nic *nic, struct nic_pkt *p)
 	nic_pkt_free(nic, p);
 }
 
-/* send_now(nic, pkt): the NIC's transmit counters' slot pointers, a kilobyte into the NIC record. */
+/* send_now(nic, pkt): the NIC's transmit counters in its counter block. */
 static void send_now_prefetch(const void *obj, uint64_t arg)
 {
 	const struct nic *nic = obj;
 	(void)arg;
 	__builtin_prefetch(&NIC_C(nic, pkts_tx));
+	__builtin_prefetch(&NIC_C(nic, tx_bytes));
 }
 
 void nic_initiator_prefetch_hooks(struct sim *sim)

@@ -1033,7 +1033,18 @@ static void pe_run_prefetch(const void *obj, uint64_t arg)
 	__builtin_prefetch(&nic->pe[arg & (C_PE_COUNT - 1)]);
 }
 
+/* ... one pop ahead, with the PE's line in cache: the work item at the head of its queue (a packet or a
+ * target command, written when it was queued, long before). */
+static void pe_run_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct nic *nic = obj;
+	const struct nic_pe *pe = &nic->pe[arg & (C_PE_COUNT - 1)];
+	if (pe->qlen)
+		__builtin_prefetch(pe->q[pe->qhead], 1);
+}
+
 void nic_lpe_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, pe_run, pe_run_prefetch);
+	sim_prefetch_hook_next(sim, pe_run, pe_run_prefetch_next);
 }
