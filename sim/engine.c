@@ -48,11 +48,14 @@ struct sim {
 	struct stats *stats;
 	struct world_entry *world;
 	struct destroy_hook *hooks;
-	/* Prefetch hooks (sim_prefetch_hook), tried on the entry SIM_HOOK_AHEAD pops away. */
+	/* Prefetch hooks (sim_prefetch_hook), tried on the entry SIM_HOOK_AHEAD pops away; their second
+	 * stages (sim_prefetch_hook_next, NULL: none) on the next entry to run. */
 	sim_fn pf_fn[SIM_PREFETCH_HOOKS];
-	sim_prefetch_fn pf[SIM_PREFETCH_HOOKS];
+	sim_prefetch_fn pf[SIM_PREFETCH_HOOKS], pf_next[SIM_PREFETCH_HOOKS];
 	unsigned npf;
 	const void *pf_last; /* the entry last offered to a hook (pops from late lists leave the run as is) */
+	unsigned pf_last_i;  /* the hook it matched (SIM_PREFETCH_HOOKS: none) */
+	const void *pn_last; /* the entry last offered to a second stage */
 	/* progress line state */
 	double prog_last_wall, prog_start_wall;
 	uint64_t prog_last_events;
@@ -174,30 +177,69 @@ bool sim_timer_cancel(struct sim *s, sim_timer *h)
 	return true;
 }
 
-void sim_prefetch_hook(struct sim *s, sim_fn fn, sim_prefetch_fn pf)
+static unsigned hook_slot(struct sim *s, sim_fn fn)
 {
 	for (unsigned i = 0; i < s->npf; i++)
 		if (s->pf_fn[i] == fn)
-			return;
+			return i;
 	if (s->npf == SIM_PREFETCH_HOOKS)
-		return; /* only a hint: the handler runs as fast as without one */
+		return SIM_PREFETCH_HOOKS; /* only a hint: the handler runs as fast as without one */
 	s->pf_fn[s->npf] = fn;
-	s->pf[s->npf++] = pf;
+	s->pf[s->npf] = s->pf_next[s->npf] = NULL;
+	return s->npf++;
 }
 
-/* The queue prefetches an event's object EVQ_PREFETCH_AHEAD (4) pops ahead; two pops ahead, with that
- * line in cache, a hook fetches the next level. */
-#define SIM_HOOK_AHEAD 1
+void sim_prefetch_hook(struct sim *s, sim_fn fn, sim_prefetch_fn pf)
+{
+	unsigned i = hook_slot(s, fn);
+	if (i < SIM_PREFETCH_HOOKS)
+		s->pf[i] = pf;
+}
+
+void sim_prefetch_hook_next(struct sim *s, sim_fn fn, sim_prefetch_fn pf)
+{
+	unsigned i = hook_slot(s, fn);
+	if (i < SIM_PREFETCH_HOOKS)
+		s->pf_next[i] = pf;
+}
+
+/* Called after a pop, when evq_ahead(k) is the event k + 1 pops away.  The queue prefetched an event's
+ * object when it was 4 pops away (EVQ_PREFETCH_AHEAD); 3 pops away, with that line in cache, a hook
+ * fetches the next level; 2 pops away its second stage the level after.  (At 106,496 clients, stages
+ * at 2 and 1 or 3 and 2 pops, queue prefetch at 4 or 6, measured alike within the machine's noise, all
+ * 10-15% fewer CPU seconds than no second stage.) */
+#ifndef SIM_HOOK_AHEAD
+#define SIM_HOOK_AHEAD 2
+#endif
+#ifndef SIM_HOOK_NEXT_AHEAD
+#define SIM_HOOK_NEXT_AHEAD 1
+#endif
+
+_Static_assert(SIM_HOOK_NEXT_AHEAD + 1 == SIM_HOOK_AHEAD, "the second stage takes the first stage's entry one pop later");
 
 static inline void run_prefetch_hook(struct sim *s)
 {
+	/* Second stage first: its event runs sooner.  It gets the entry the first stage was offered one pop
+	 * ago, and only that one (so a second stage always follows its first; pops from the late lists leave
+	 * the run as it was, and nothing is offered twice).  The handler is compared again: the run may have
+	 * been refilled in between, and a hook must see only its own handler's events. */
+	const struct evq_entry *n = evq_ahead(&s->q, SIM_HOOK_NEXT_AHEAD);
+	if (n && n == s->pf_last && n != s->pn_last) {
+		s->pn_last = n;
+		unsigned i = s->pf_last_i;
+		if (i < s->npf && n->fn == s->pf_fn[i] && s->pf_next[i])
+			s->pf_next[i](n->obj, n->arg);
+	}
 	const struct evq_entry *a = evq_ahead(&s->q, SIM_HOOK_AHEAD);
 	if (!a || a == s->pf_last)
 		return;
 	s->pf_last = a;
+	s->pf_last_i = SIM_PREFETCH_HOOKS;
 	for (unsigned i = 0; i < s->npf; i++)
 		if (a->fn == s->pf_fn[i]) {
-			s->pf[i](a->obj, a->arg);
+			s->pf_last_i = i;
+			if (s->pf[i])
+				s->pf[i](a->obj, a->arg);
 			return;
 		}
 }

@@ -9,6 +9,7 @@
 struct mem_line {
 	char name[64];
 	uint64_t count, bytes;
+	uint64_t size, live;      /* pools */
 };
 
 struct mem_table {
@@ -17,17 +18,17 @@ struct mem_table {
 };
 
 struct mem_report {
-	struct mem_table kinds, units;
+	struct mem_table kinds, units, pools;
 	uint64_t heap;
 };
 
-static void table_add(struct mem_table *t, const char *name, uint64_t count, uint64_t bytes)
+static struct mem_line *table_add(struct mem_table *t, const char *name, uint64_t count, uint64_t bytes)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		if (!strcmp(t->v[i].name, name)) {
 			t->v[i].count += count;
 			t->v[i].bytes += bytes;
-			return;
+			return &t->v[i];
 		}
 	}
 	if (t->n == t->cap) {
@@ -38,6 +39,8 @@ static void table_add(struct mem_table *t, const char *name, uint64_t count, uin
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	l->count = count;
 	l->bytes = bytes;
+	l->size = l->live = 0;
+	return l;
 }
 
 void mem_add(struct mem_report *r, const char *kind, uint64_t count, uint64_t bytes)
@@ -48,6 +51,13 @@ void mem_add(struct mem_report *r, const char *kind, uint64_t count, uint64_t by
 void mem_unit(struct mem_report *r, const char *unit, uint64_t count, uint64_t bytes)
 {
 	table_add(&r->units, unit, count, bytes);
+}
+
+void mem_pool(struct mem_report *r, const char *name, uint64_t size, uint64_t count, uint64_t live, uint64_t bytes)
+{
+	struct mem_line *l = table_add(&r->pools, name, count, bytes);
+	l->size = size;
+	l->live += live;
 }
 
 uint64_t mem_heap_in_use(void)
@@ -74,6 +84,7 @@ void mem_report_free(struct mem_report *r)
 		return;
 	free(r->kinds.v);
 	free(r->units.v);
+	free(r->pools.v);
 	free(r);
 }
 
@@ -82,14 +93,20 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct mem_line *)a)->name, ((const struct mem_line *)b)->name);
 }
 
-static void put_table(const struct mem_table *t, FILE *f, int units)
+enum { T_KINDS, T_UNITS, T_POOLS };
+
+static void put_table(const struct mem_table *t, FILE *f, int what)
 {
-	qsort(t->v, t->n, sizeof(*t->v), by_name);
+	if (t->n) /* no table yet when no model added a line (qsort must not get NULL) */
+		qsort(t->v, t->n, sizeof(*t->v), by_name);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct mem_line *l = &t->v[i];
-		fprintf(f, "%s\"%s\": {\"count\": %llu, \"bytes\": %llu", i ? ", " : "", l->name,
-			(unsigned long long)l->count, (unsigned long long)l->bytes);
-		if (units)
+		fprintf(f, "%s\"%s\": {", i ? ", " : "", l->name);
+		if (what == T_POOLS)
+			fprintf(f, "\"size\": %llu, \"live\": %llu, ", (unsigned long long)l->size,
+				(unsigned long long)l->live);
+		fprintf(f, "\"count\": %llu, \"bytes\": %llu", (unsigned long long)l->count, (unsigned long long)l->bytes);
+		if (what == T_UNITS)
 			fprintf(f, ", \"bytes_each\": %.0f", l->count ? (double)l->bytes / (double)l->count : 0.0);
 		fputs("}", f);
 	}
@@ -105,8 +122,10 @@ void mem_report_json(const struct mem_report *r, FILE *f)
 	else
 		fprintf(f, "{\"heap_in_use_bytes\": %llu", (unsigned long long)r->heap);
 	fprintf(f, ", \"accounted_bytes\": %llu, \"kinds\": {", (unsigned long long)total);
-	put_table(&r->kinds, f, 0);
+	put_table(&r->kinds, f, T_KINDS);
 	fputs("}, \"per_object\": {", f);
-	put_table(&r->units, f, 1);
+	put_table(&r->units, f, T_UNITS);
+	fputs("}, \"pools\": {", f);
+	put_table(&r->pools, f, T_POOLS);
 	fputs("}}", f);
 }

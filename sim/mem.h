@@ -20,11 +20,14 @@ struct mem_report;
 void mem_add(struct mem_report *r, const char *kind, uint64_t count, uint64_t bytes);
 /* A per-object figure: `count` objects of `unit` own `bytes` in all (also across kinds). */
 void mem_unit(struct mem_report *r, const char *unit, uint64_t count, uint64_t bytes);
+/* A detail line (run.json "pools", not a kind: the bytes are in some kind already): the record pool `name`
+ * with objects of `size` bytes, `count` carved from its slabs (its high water), `live` in use at the end. */
+void mem_pool(struct mem_report *r, const char *name, uint64_t size, uint64_t count, uint64_t live, uint64_t bytes);
 
 struct mem_report *mem_report_create(void);
 void mem_report_free(struct mem_report *r);
-/* JSON object: heap bytes in use, accounted bytes, "kinds" {kind: {count, bytes}} and "per_object"
- * {unit: {count, bytes, bytes_each}}, in name order. */
+/* JSON object: heap bytes in use, accounted bytes, "kinds" {kind: {count, bytes}}, "per_object"
+ * {unit: {count, bytes, bytes_each}} and "pools" {pool: {size, count, live, bytes}}, in name order. */
 void mem_report_json(const struct mem_report *r, FILE *f);
 
 /* Heap bytes in use now (the allocator's count, mmapped blocks included). */

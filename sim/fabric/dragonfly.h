@@ -356,7 +356,12 @@ static inline uint32_t df_pick(uint32_t x, uint32_t n)
 	return (uint32_t)(((uint64_t)x * n) >> 32);
 }
 void df_route_first(struct df *d, struct df_rsw *s, struct df_pkt *pkt);
-uint32_t df_next_port(const struct df *d, const struct df_rsw *s, struct df_pkt *pkt);
+/* The output port of a routed packet at switch (group G, index si); clears the via flags it reaches. */
+uint32_t df_next_port_at(const struct df *d, uint32_t G, uint32_t si, struct df_pkt *pkt);
+static inline uint32_t df_next_port(const struct df *d, const struct df_rsw *s, struct df_pkt *pkt)
+{
+	return df_next_port_at(d, s->group, s->idx, pkt);
+}
 
 /* --- rosetta.c --- */
 struct df_rsw *df_switch(struct df *d, uint32_t id);

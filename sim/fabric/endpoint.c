@@ -565,7 +565,16 @@ static void deliver_prefetch(const void *obj, uint64_t arg)
 	__builtin_prefetch(msg->m);
 }
 
+/* ... one pop ahead: the receiving NIC's record. */
+static void deliver_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct df *d = obj;
+	const struct df_msg *msg = (const struct df_msg *)(uintptr_t)arg;
+	__builtin_prefetch(d->att[msg->m->dst].nic);
+}
+
 void df_endpoint_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, ev_deliver, deliver_prefetch);
+	sim_prefetch_hook_next(sim, ev_deliver, deliver_prefetch_next);
 }

@@ -29,9 +29,8 @@ static inline uint32_t global_choice(const struct df *d, uint32_t sel, uint32_t 
 	return d->lpp > 1 ? df_pick(df_mix(sel, ghops), d->lpp) : 0;
 }
 
-uint32_t df_next_port(const struct df *d, const struct df_rsw *s, struct df_pkt *pkt)
+uint32_t df_next_port_at(const struct df *d, uint32_t G, uint32_t si, struct df_pkt *pkt)
 {
-	uint32_t G = s->group, si = s->idx;
 	uint32_t dg = pkt->dgrp, di = pkt->didx;
 	uint32_t T;
 	if (pkt->flags & DF_PKT_VIA_GROUP) {

@@ -248,7 +248,7 @@ int nic_cmdq_emit(struct nic_cmdq *q, const struct nic_cmd *c)
 		cmdq_grow(q);
 	if (q->used + need > q->slots || q->n == q->cap) {
 		struct nic *nic = q->lni->nic;
-		(*nic->c.cmdq_full)++;
+		NIC_C(nic, cmdq_full)++;
 		nic_count_limit(nic);
 		q->space_wanted = true;
 		return -ENOSPC;

@@ -215,16 +215,16 @@ bool nic_eq_post(struct nic *nic, uint32_t eqn, const struct nic_event *ev, simt
 	if (eq_used(q) >= limit) {
 		q->dropped++;
 		if (fc_reserved)
-			(*nic->c.events_dropped_fc_sc)++;
+			NIC_C(nic, events_dropped_fc_sc)++;
 		else
-			(*nic->c.events_dropped_ordinary)++;
+			NIC_C(nic, events_dropped_ordinary)++;
 		nic_count_limit(nic);
 		return false;
 	}
 	q->pending++;
-	(*nic->c.events_enqueued)++;
-	if (ev->type < C_EVENT_TYPES && nic->c.event_type[ev->type])
-		(*nic->c.event_type[ev->type])++;
+	NIC_C(nic, events_enqueued)++;
+	if (ev->type < C_EVENT_TYPES && nic_cix.event_type[ev->type] != NIC_CIX_NONE)
+		NIC_C(nic, event_type[ev->type])++;
 	_Static_assert(sizeof(struct evrec) <= sizeof(struct nic_event) + 32, "evrec pool object size");
 	struct evrec *r = pool_get(&nic->rec->evrec);
 	r->nic = nic;
@@ -245,9 +245,31 @@ static void eq_publish_prefetch(const void *obj, uint64_t arg)
 	__builtin_prefetch(q);
 	__builtin_prefetch(q + 64);
 	__builtin_prefetch(q + sizeof(struct nic_eq) - 1);
+	/* the request the event completes (the provider reads its kind first), and the NIC's EQ table header
+	 * (the notified endpoint reads the EQ back by number) */
+	if (r->ev.user_ptr >= (1ULL << 32))
+		__builtin_prefetch((const void *)(uintptr_t)r->ev.user_ptr);
+	__builtin_prefetch(&r->nic->eqs);
+}
+
+/* ... one pop ahead: the ring slot the event is written to, the notified endpoint's record, the EQ's
+ * entry in the NIC's table. */
+static void eq_publish_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct evrec *r = obj;
+	const struct nic_eq *q = r->q;
+	(void)arg;
+	if (q->ring && q->ring_cap)
+		__builtin_prefetch(&q->ring[q->wr % q->ring_cap], 1);
+	if (q->notify_ctx)
+		__builtin_prefetch(q->notify_ctx);
+	const struct nic_table *t = &r->nic->eqs;
+	if (r->eqn < t->n)
+		__builtin_prefetch(&t->rec[r->eqn]);
 }
 
 void nic_eq_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, eq_publish, eq_publish_prefetch);
+	sim_prefetch_hook_next(sim, eq_publish, eq_publish_prefetch_next);
 }

@@ -9,7 +9,7 @@
 
 struct nic_pkt *nic_pkt_new(struct nic *nic)
 {
-	struct nic_pkt *p = pool_get(&nic->rec->pkt);
+	struct nic_pkt *p = pool_get(&nic->rec->pkt_ule);
 	memset(p, 0, sizeof(*p));
 	p->msg.ctx = p;
 	return p;
@@ -21,21 +21,21 @@ void nic_pkt_free(struct nic *nic, struct nic_pkt *p)
 	p->payload = NULL;
 	/* Packets are allocated by the sender and freed by the receiver: pools are per NIC, so a packet
 	 * returns to the receiving NIC's pool (the pools only hold equal-sized records). */
-	pool_put(&nic->rec->pkt, p);
+	pool_put(&nic->rec->pkt_ule, p);
 }
 
 static void send_now(struct sim *sim, void *obj, uint64_t arg)
 {
 	struct nic *nic = obj;
 	struct nic_pkt *p = (struct nic_pkt *)(uintptr_t)arg;
-	(*nic->c.pkts_tx)++;
-	*nic->c.tx_bytes += p->msg.bytes;
+	NIC_C(nic, pkts_tx)++;
+	NIC_C(nic, tx_bytes) += p->msg.bytes;
 	if ((p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO) && nic_pct_sct_use(nic, p) &&
 	    nic->p->pct_conn) {
 		/* The connection's open and later close handshake occupy the transmit engine (pct_conn_ns). */
 		simtime_t now = sim_now(sim);
 		nic->tx_free = (nic->tx_free > now ? nic->tx_free : now) + nic->p->pct_conn;
-		*nic->c.tx_busy_ps += nic->p->pct_conn;
+		NIC_C(nic, tx_busy_ps) += nic->p->pct_conn;
 	}
 	fabric_send(sim, nic->fabric, &p->msg);
 }
@@ -97,7 +97,7 @@ static void rh_resend(struct nic *nic, struct nic_pkt *nack)
 	p->msg.dst = nack->msg.src;
 	p->msg.bytes = p->orig_bytes;
 	nic_pkt_free(nic, nack);
-	(*nic->c.rh_retries)++;
+	NIC_C(nic, rh_retries)++;
 	nic_send_pkt(nic, p, nic->p->rh_retry);
 }
 
@@ -277,7 +277,7 @@ static void tx_exec(struct sim *sim, void *obj, uint64_t arg)
 	(void)arg;
 	/* Busy time is counted as commands complete, so a queue left at the end of a run is not counted. */
 	if (nic->active)
-		*nic->c.tx_busy_ps += tx_cost(nic, w);
+		NIC_C(nic, tx_busy_ps) += tx_cost(nic, w);
 	switch (w->cmd.op) {
 	case NIC_CMD_PUT:
 	case NIC_CMD_IDC_PUT:
@@ -321,7 +321,7 @@ void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct ni
 	op->vni = hdr->vni;
 	op->initiator = hdr->initiator;
 	op->rlength = hdr->rlength;
-	op->header_data = hdr->header_data;
+	op->header_data = hdr->le.header_data;
 	op->match_bits = hdr->le.match_bits;
 	op->rendezvous_id = hdr->rendezvous_id;
 	struct nic_pkt *p = nic_pkt_new(nic);
@@ -335,7 +335,7 @@ void nic_issue_hw_rdzv_get(struct nic *nic, struct nic_pte *pte, const struct ni
 	p->match_bits = hdr->le.match_bits;
 	/* The Put carried the initiator's buffer address (use_offset_for_get): fetch what follows the
 	 * eager part. */
-	p->remote_offset = hdr->remote_offset + hdr->mlength;
+	p->remote_offset = hdr->le.remote_offset + hdr->mlength;
 	p->rendezvous_id = hdr->rendezvous_id;
 	p->msg.src = nic->addr;
 	p->msg.dst = C_MATCH_ID_NIC(hdr->initiator);
@@ -414,12 +414,13 @@ void nic_initiator_rx(struct nic *nic, struct nic_pkt *p)
 	nic_pkt_free(nic, p);
 }
 
-/* send_now(nic, pkt): the NIC's transmit counters' slot pointers, a kilobyte into the NIC record. */
+/* send_now(nic, pkt): the NIC's transmit counters in its counter block. */
 static void send_now_prefetch(const void *obj, uint64_t arg)
 {
 	const struct nic *nic = obj;
 	(void)arg;
-	__builtin_prefetch(&nic->c.pkts_tx);
+	__builtin_prefetch(&NIC_C(nic, pkts_tx));
+	__builtin_prefetch(&NIC_C(nic, tx_bytes));
 }
 
 void nic_initiator_prefetch_hooks(struct sim *sim)

@@ -10,32 +10,52 @@
 #include "../util.h"
 #include "nic_impl.h"
 
-void nic_le_pools_init(struct nic *nic)
+static void pool_defaults(const struct nic *nic, struct nic_le_pool *pl)
 {
-	for (unsigned i = 0; i < C_LE_POOLS; i++) {
-		nic->pools[i].max_alloc = nic->p->le_pool_max_alloc;
-		nic->pools[i].reserved = nic->p->le_pool_reserved;
+	*pl = (struct nic_le_pool){ .max_alloc = nic->p->le_pool_max_alloc, .reserved = nic->p->le_pool_reserved };
+}
+
+struct nic_le_pool *nic_le_pool(struct nic *nic, unsigned index)
+{
+	if (nic->pool_at[index])
+		return &nic->pools[nic->pool_at[index] - 1];
+	if (nic->npools == nic->pools_cap) {
+		nic->pools_cap = nic->pools_cap ? (uint8_t)(2 * nic->pools_cap) : 4;
+		nic->pools = xrealloc(nic->pools, nic->pools_cap * sizeof(*nic->pools));
 	}
+	struct nic_le_pool *pl = &nic->pools[nic->npools++];
+	pool_defaults(nic, pl);
+	nic->pool_at[index] = nic->npools;
+	return pl;
+}
+
+const struct nic_le_pool *nic_le_pool_peek(const struct nic *nic, unsigned index, struct nic_le_pool *tmp)
+{
+	if (nic->pool_at[index])
+		return &nic->pools[nic->pool_at[index] - 1];
+	pool_defaults(nic, tmp);
+	return tmp;
 }
 
 static uint32_t pe_shared_capacity(const struct nic *nic, unsigned pe)
 {
 	uint32_t reserved = 0;
+	struct nic_le_pool tmp;
 	for (unsigned k = 0; k < C_LE_POOLS_PER_PE; k++)
-		reserved += nic->pools[pe * C_LE_POOLS_PER_PE + k].reserved;
+		reserved += nic_le_pool_peek(nic, pe * C_LE_POOLS_PER_PE + k, &tmp)->reserved;
 	return reserved >= nic->p->pe_les ? 0 : nic->p->pe_les - reserved;
 }
 
 bool nic_le_alloc(struct nic *nic, struct nic_pte *pte)
 {
-	struct nic_le_pool *pl = &nic->pools[pte->pool];
+	struct nic_le_pool *pl = nic_le_pool(nic, pte->pool);
 	struct nic_pe *pe = &nic->pe[pte->pe];
 	bool shared = pl->used >= pl->reserved;
 	if (pl->used >= pl->max_alloc || pe->used >= nic->p->pe_les ||
 	    (shared && pe->shared_used >= pe_shared_capacity(nic, pte->pe))) {
 		pl->alloc_fail++;
-		if (pl->c_fail)
-			(*pl->c_fail)++;
+		if (nic->cv)
+			nic->cv[nic_cix.le_pool_fail + pte->pool]++;
 		nic_count_limit(nic);
 		return false;
 	}
@@ -52,7 +72,7 @@ bool nic_le_alloc(struct nic *nic, struct nic_pte *pte)
 
 void nic_le_release(struct nic *nic, struct nic_pte *pte)
 {
-	struct nic_le_pool *pl = &nic->pools[pte->pool];
+	struct nic_le_pool *pl = nic_le_pool(nic, pte->pool);
 	struct nic_pe *pe = &nic->pe[pte->pe];
 	if (!pl->used)
 		die("nic %u: LE pool %u released below zero", nic->addr, pte->pool);
@@ -68,7 +88,8 @@ int nic_le_pool_status(struct nic *nic, unsigned pool_index, struct nic_le_pool_
 {
 	if (!nic || pool_index >= C_LE_POOLS || !st)
 		return -1;
-	const struct nic_le_pool *pl = &nic->pools[pool_index];
+	struct nic_le_pool tmp;
+	const struct nic_le_pool *pl = nic_le_pool_peek(nic, pool_index, &tmp);
 	st->used = pl->used;
 	st->reserved = pl->reserved;
 	st->max_alloc = pl->max_alloc;
@@ -89,7 +110,7 @@ void nic_le_pools_timeseries(struct nic *nic, const uint8_t *svc_pools, unsigned
 	for (unsigned pe = 0; pe < C_PE_COUNT; pe++) {
 		for (unsigned k = 0; k < nsvc_pools; k++) {
 			unsigned idx = pe * C_LE_POOLS_PER_PE + svc_pools[k];
-			struct nic_le_pool *pl = &nic->pools[idx];
+			struct nic_le_pool *pl = nic_le_pool(nic, idx);
 			if (pl->ts_used)
 				continue;
 			pl->ts_used = stats_counter(sim_stats(nic->sim), "nic.%u.le_pool.%u.used", nic->addr, idx);

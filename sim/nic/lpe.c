@@ -63,10 +63,10 @@ static void event_from_le(struct nic_event *ev, uint8_t type, const struct nic_l
 static void event_hdr(struct nic_event *ev, const struct nic_ule *hdr)
 {
 	ev->match_bits = hdr->le.match_bits;
-	ev->header_data = hdr->header_data;
+	ev->header_data = hdr->le.header_data;
 	ev->initiator = hdr->initiator;
 	ev->vni = hdr->vni;
-	ev->remote_offset = hdr->remote_offset;
+	ev->remote_offset = hdr->le.remote_offset;
 	ev->rlength = hdr->rlength;
 	ev->rendezvous_id = hdr->rendezvous_id;
 	if (hdr->rendezvous)
@@ -87,14 +87,14 @@ static void pte_auto_state(struct nic *nic, struct nic_pte *pte, uint8_t state, 
 	ev.pe = pte->pe;
 	nic_eq_post(nic, pte->eqn, &ev, delay, true);
 	if (reason < 7)
-		(*nic->c.fc_transitions[reason])++;
+		NIC_C(nic, fc_transitions[reason])++;
 	nic_count_limit(nic);
 }
 
 static void lpe_drop(struct nic *nic, struct nic_pte *pte, const struct nic_pkt *p, simtime_t delay)
 {
 	pte->drop_count++;
-	(*nic->c.pt_disabled_drops)++;
+	NIC_C(nic, pt_disabled_drops)++;
 	nic_send_ack(nic, p, C_RC_PT_DISABLED, 0, 0, delay);
 }
 
@@ -104,8 +104,8 @@ static void hdr_from_pkt(struct nic_ule *h, const struct nic_pkt *p)
 	h->le.ule = true;
 	h->initiator = p->initiator;
 	h->le.match_bits = p->match_bits;
-	h->header_data = p->header_data;
-	h->remote_offset = p->remote_offset;
+	h->le.header_data = p->header_data;
+	h->le.remote_offset = p->remote_offset;
 	h->rlength = p->rlength;
 	h->mlength = p->payload_len;
 	h->vni = p->msg.vni;
@@ -169,7 +169,7 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 			const struct nic_pkt *p, uint8_t ev_type, simtime_t delay, bool landing, bool *retired)
 {
 	const uint8_t *payload = p ? p->payload : NULL;
-	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : hdr->remote_offset;
+	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : hdr->le.remote_offset;
 	uint64_t space = le->length > offset ? le->length - offset : 0;
 	uint32_t want = landing ? hdr->mlength : hdr->rlength;
 	uint32_t mlength = want < space ? want : (uint32_t)space;
@@ -185,7 +185,7 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 	 * write after its last byte; a single packet is written after the match, as before. */
 	simtime_t dma = ev_type == C_EVENT_PUT_OVERFLOW ? delay : delay + nic_dma_write_stream(nic, &p->msg, have);
 	if (mlength < want)
-		(*nic->c.num_truncated[pte->pe])++;
+		NIC_C(nic, num_truncated[pte->pe])++;
 	if (le->flags & C_LE_MANAGE_LOCAL)
 		le->offset += mlength;
 	*retired = le_retire(le);
@@ -216,7 +216,7 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 		nic_post_target_event(nic, pte, &ev, dma);
 	le_ct(nic, le, mlength, true);
 	if (hdr->rendezvous && !landing) {
-		(*nic->c.rndzv_puts[pte->pe])++;
+		NIC_C(nic, rndzv_puts[pte->pe])++;
 		struct nic_event rev;
 		event_from_le(&rev, C_EVENT_RENDEZVOUS, le);
 		event_hdr(&rev, hdr);
@@ -224,7 +224,7 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 		rev.mlength = have;
 		if (rdzv_get) {
 			rev.flags |= NIC_EVF_GET_ISSUED;
-			(*nic->c.rndzv_puts_offloaded[pte->pe])++;
+			NIC_C(nic, rndzv_puts_offloaded[pte->pe])++;
 		}
 		nic_post_target_event(nic, pte, &rev, dma);
 		if (rdzv_get)
@@ -247,20 +247,20 @@ static bool le_out_of_bounds(const struct nic_le *le, uint64_t offset, uint64_t 
 static void le_bounds_fail(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_ule *hdr,
 			   uint8_t ev_type, simtime_t delay)
 {
-	(*nic->c.le_bounds_errors)++;
+	NIC_C(nic, le_bounds_errors)++;
 	le_busy(nic, le, delay);
 	if (pte->opts.en_event_match) {
 		struct nic_event mev;
 		event_from_le(&mev, C_EVENT_MATCH, le);
 		event_hdr(&mev, hdr);
-		mev.start = le->start + hdr->remote_offset;
+		mev.start = le->start + hdr->le.remote_offset;
 		nic_post_target_event(nic, pte, &mev, delay);
 	}
 	struct nic_event ev;
 	event_from_le(&ev, ev_type, le);
 	event_hdr(&ev, hdr);
 	ev.rc = C_RC_ADDR_OUT_OF_RANGE;
-	ev.start = le->start + hdr->remote_offset;
+	ev.start = le->start + hdr->le.remote_offset;
 	ev.mlength = 0;
 	if (!(le->flags & C_LE_EVENT_COMM_DISABLE))
 		nic_post_target_event(nic, pte, &ev, delay);
@@ -308,20 +308,20 @@ static void put_to_request(struct nic *nic, struct nic_pte *pte, struct nic_pkt 
 	struct nic_le *le = search_list(&pte->lists[C_PTL_LIST_REQUEST], p->match_bits, p->initiator, C_LE_OP_PUT,
 					p->payload_len, &walked);
 	cost += walked * nic->p->match_per_le;
-	*nic->c.les_searched += walked;
+	NIC_C(nic, les_searched) += walked;
 	if (!le) {
 		if (pte->opts.en_flowctrl) {
-			(*nic->c.err_pt_disabled_req_empty)++;
+			NIC_C(nic, err_pt_disabled_req_empty)++;
 			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_REQUEST_FULL, cost);
 			lpe_drop(nic, pte, p, cost);
 		} else {
-			(*nic->c.err_entry_not_found_req_empty)++;
+			NIC_C(nic, err_entry_not_found_req_empty)++;
 			nic_send_ack(nic, p, C_RC_ENTRY_NOT_FOUND, 0, 0, cost);
 		}
 		return;
 	}
-	(*nic->c.net_match_request[pte->pe])++;
-	(*nic->c.net_match_success[pte->pe])++;
+	NIC_C(nic, net_match_request[pte->pe])++;
+	NIC_C(nic, net_match_success[pte->pe])++;
 	/* A request buffer keeps only the eager part: software fetches the rest. */
 	bool retired;
 	deliver_put(nic, pte, le, hdr, p, C_EVENT_PUT, cost, true, &retired);
@@ -337,10 +337,10 @@ static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 {
 	const struct nic_params *np = nic->p;
 	simtime_t cost = np->match_base;
-	(*nic->c.put_cmds)++;
+	NIC_C(nic, put_cmds)++;
 	if (p->flags & PKTF_RENDEZVOUS)
-		(*nic->c.rendezvous_put_cmds)++;
-	(*nic->c.net_match_requests[pte->pe])++;
+		NIC_C(nic, rendezvous_put_cmds)++;
+	NIC_C(nic, net_match_requests[pte->pe])++;
 
 	if (pte->state != C_PTLTE_ENABLED && pte->state != C_PTLTE_SOFTWARE_MANAGED) {
 		lpe_drop(nic, pte, p, cost);
@@ -348,11 +348,11 @@ static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	}
 	if (!nic_eq_has_room(nic, pte->eqn)) {
 		if (pte->opts.en_flowctrl) {
-			(*nic->c.err_pt_disabled_eq_full)++;
+			NIC_C(nic, err_pt_disabled_eq_full)++;
 			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_EQ_FULL, cost);
 			lpe_drop(nic, pte, p, cost);
 		} else {
-			(*nic->c.err_entry_not_found_eq_full)++;
+			NIC_C(nic, err_entry_not_found_eq_full)++;
 			nic_send_ack(nic, p, C_RC_ENTRY_NOT_FOUND, 0, 0, cost);
 		}
 		return cost;
@@ -369,17 +369,17 @@ static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 				 p->rlength, &walked);
 	}
 	cost += walked * np->match_per_le;
-	*nic->c.les_searched += walked;
+	NIC_C(nic, les_searched) += walked;
 	if (le && le_out_of_bounds(le, p->remote_offset, p->rlength)) {
 		le_bounds_fail(nic, pte, le, &hdr, C_EVENT_PUT, cost);
 		nic_send_ack(nic, p, C_RC_ADDR_OUT_OF_RANGE, C_PTL_LIST_PRIORITY, 0, cost + np->ack_gen);
 		return cost;
 	}
 	if (le) {
-		(*nic->c.net_match_priority[pte->pe])++;
-		(*nic->c.net_match_success[pte->pe])++;
+		NIC_C(nic, net_match_priority[pte->pe])++;
+		NIC_C(nic, net_match_success[pte->pe])++;
 		if (le->flags & C_LE_USE_ONCE)
-			(*nic->c.net_match_useonce[pte->pe])++;
+			NIC_C(nic, net_match_useonce[pte->pe])++;
 		bool retired;
 		deliver_put(nic, pte, le, &hdr, p, C_EVENT_PUT, cost, false, &retired);
 		nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_PRIORITY, p->rlength, cost + np->ack_gen);
@@ -407,37 +407,37 @@ static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_
 	struct nic_le *ob = search_list(&pte->lists[C_PTL_LIST_OVERFLOW], p->match_bits, p->initiator, C_LE_OP_PUT,
 					p->payload_len, &walked);
 	cost += walked * nic->p->match_per_le;
-	*nic->c.les_searched += walked;
+	NIC_C(nic, les_searched) += walked;
 	if (!ob) {
 		if (pte->opts.en_flowctrl) {
-			(*nic->c.err_pt_disabled_no_match_in_overflow)++;
+			NIC_C(nic, err_pt_disabled_no_match_in_overflow)++;
 			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_NO_MATCH, cost);
 			lpe_drop(nic, pte, p, cost);
 		} else {
-			(*nic->c.err_entry_not_found_no_match_in_overflow)++;
+			NIC_C(nic, err_entry_not_found_no_match_in_overflow)++;
 			nic_send_ack(nic, p, C_RC_ENTRY_NOT_FOUND, 0, 0, cost);
 		}
 		return;
 	}
 	if (!nic_le_alloc(nic, pte)) {
-		(*nic->c.err_no_space_net)++;
+		NIC_C(nic, err_no_space_net)++;
 		if (pte->opts.en_sw_transition) {
 			pte_auto_state(nic, pte, C_PTLTE_SOFTWARE_MANAGED, C_SC_SM_UNEXPECTED_FAIL, cost);
 			put_to_request(nic, pte, p, hdr, cost);
 		} else if (pte->opts.en_flowctrl) {
-			(*nic->c.err_pt_disabled_cant_alloc_unexpected)++;
+			NIC_C(nic, err_pt_disabled_cant_alloc_unexpected)++;
 			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_UNEXPECTED_FAIL, cost);
 			lpe_drop(nic, pte, p, cost);
 		} else {
-			(*nic->c.err_entry_not_found_cant_alloc_unexpected)++;
+			NIC_C(nic, err_entry_not_found_cant_alloc_unexpected)++;
 			nic_send_ack(nic, p, C_RC_ENTRY_NOT_FOUND, 0, 0, cost);
 		}
 		return;
 	}
-	(*nic->c.net_match_overflow[pte->pe])++;
-	(*nic->c.net_match_success[pte->pe])++;
+	NIC_C(nic, net_match_overflow[pte->pe])++;
+	NIC_C(nic, net_match_success[pte->pe])++;
 	/* The overflow buffer takes the eager bytes; the header goes on the UNEXPECTED list. */
-	struct nic_ule *u = pool_get(&nic->rec->ule);
+	struct nic_ule *u = pool_get(&nic->rec->pkt_ule);
 	*u = *hdr;
 	struct nic_le *ule = &u->le;
 	ule->pte = pte;
@@ -461,8 +461,8 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 {
 	const struct nic_params *np = nic->p;
 	simtime_t cost = np->match_base;
-	(*nic->c.get_cmds)++;
-	(*nic->c.net_match_requests[pte->pe])++;
+	NIC_C(nic, get_cmds)++;
+	NIC_C(nic, net_match_requests[pte->pe])++;
 	struct nic_pkt *r = nic_pkt_new(nic);
 	r->type = PKT_REPLY;
 	r->op = p->op;
@@ -488,7 +488,7 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 				 &walked);
 	}
 	cost += walked * np->match_per_le;
-	*nic->c.les_searched += walked;
+	NIC_C(nic, les_searched) += walked;
 	if (!le) {
 		r->rc = C_RC_ENTRY_NOT_FOUND;
 		nic_send_pkt(nic, r, cost + np->ack_gen);
@@ -502,8 +502,8 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		nic_send_pkt(nic, r, cost + np->ack_gen);
 		return cost;
 	}
-	(*nic->c.net_match_priority[pte->pe])++;
-	(*nic->c.net_match_success[pte->pe])++;
+	NIC_C(nic, net_match_priority[pte->pe])++;
+	NIC_C(nic, net_match_success[pte->pe])++;
 	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : p->remote_offset;
 	uint64_t space = le->length > offset ? le->length - offset : 0;
 	uint32_t mlength = p->rlength < space ? p->rlength : (uint32_t)space;
@@ -570,8 +570,8 @@ static simtime_t lpe_amo(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	simtime_t cost = np->match_base;
 	bool fetch = p->amo_fetch;
 	uint8_t ev_type = fetch ? C_EVENT_FETCH_ATOMIC : C_EVENT_ATOMIC;
-	(*(fetch ? nic->c.fetch_amo_cmds : nic->c.amo_cmds))++;
-	(*nic->c.net_match_requests[pte->pe])++;
+	nic->cv[fetch ? nic_cix.fetch_amo_cmds : nic_cix.amo_cmds]++;
+	NIC_C(nic, net_match_requests[pte->pe])++;
 	uint32_t len = nic_amo_type_size(p->amo_type);
 	uint8_t rc = C_RC_OK;
 	struct nic_le *le = NULL;
@@ -586,7 +586,7 @@ static simtime_t lpe_amo(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		le = search_list(&pte->lists[C_PTL_LIST_PRIORITY], p->match_bits, p->initiator, need, 0, &walked);
 	}
 	cost += walked * np->match_per_le;
-	*nic->c.les_searched += walked;
+	NIC_C(nic, les_searched) += walked;
 	if (rc == C_RC_OK && !le)
 		rc = C_RC_ENTRY_NOT_FOUND;
 	uint64_t offset = le && (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : p->remote_offset;
@@ -601,8 +601,8 @@ static simtime_t lpe_amo(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	uint8_t old[C_AMO_OPERAND_BYTES] = { 0 };
 	simtime_t done = cost;
 	if (le) {
-		(*nic->c.net_match_priority[pte->pe])++;
-		(*nic->c.net_match_success[pte->pe])++;
+		NIC_C(nic, net_match_priority[pte->pe])++;
+		NIC_C(nic, net_match_success[pte->pe])++;
 		/* The AMO unit: in arrival order, one at a time, after the element's host read. */
 		simtime_t now = sim_now(nic->sim);
 		simtime_t start = now + cost + 2 * np->pcie_latency;
@@ -699,7 +699,7 @@ static bool append_match_unexpected(struct nic *nic, struct nic_pte *pte, struct
 	struct nic_le *u = ux->head;
 	while (u) {
 		*cost += nic->p->match_per_le;
-		(*nic->c.les_searched)++;
+		NIC_C(nic, les_searched)++;
 		struct nic_le *next = u->next;
 		const struct nic_ule *h = nic_ule_of(u);
 		if (nic_le_matches(le, u->match_bits, h->initiator) &&
@@ -719,14 +719,14 @@ static bool append_match_unexpected(struct nic *nic, struct nic_pte *pte, struct
 static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c)
 {
 	simtime_t cost = nic->p->tgt_cmd;
-	(*nic->c.append_cmds[pte->pe])++;
+	NIC_C(nic, append_cmds[pte->pe])++;
 	if (c->list == C_PTL_LIST_UNEXPECTED) {
 		cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_CMD_INVALID_ARG, cost);
 		return cost;
 	}
 	bool priority = c->list == C_PTL_LIST_PRIORITY && pte->opts.is_matching;
 	if (priority && pte->state == C_PTLTE_SOFTWARE_MANAGED) {
-		(*nic->c.err_ptlte_sw_managed)++;
+		NIC_C(nic, err_ptlte_sw_managed)++;
 		cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_PTLTE_SW_MANAGED, cost);
 		return cost;
 	}
@@ -744,11 +744,11 @@ static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct n
 	tmp.ignore_bits = c->ignore_bits;
 	tmp.user_ptr = c->user_ptr;
 	if (priority && pte->lists[C_PTL_LIST_UNEXPECTED].count && append_match_unexpected(nic, pte, &tmp, &cost)) {
-		(*nic->c.append_success[pte->pe])++;
+		NIC_C(nic, append_success[pte->pe])++;
 		return cost; /* consumed by unexpected messages: never linked */
 	}
 	if (!nic_le_alloc(nic, pte)) {
-		(*nic->c.err_no_space_append)++;
+		NIC_C(nic, err_no_space_append)++;
 		if (priority && pte->opts.en_sw_transition && pte->state == C_PTLTE_ENABLED) {
 			pte_auto_state(nic, pte, C_PTLTE_SOFTWARE_MANAGED, C_SC_SM_APPEND_FAIL, cost);
 			cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_PTLTE_SW_MANAGED, cost);
@@ -760,7 +760,7 @@ static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct n
 	struct nic_le *le = pool_get(&nic->rec->le_work);
 	*le = tmp;
 	nic_le_list_append(&pte->lists[c->list], le);
-	(*nic->c.append_success[pte->pe])++;
+	NIC_C(nic, append_success[pte->pe])++;
 	if (!(c->le_flags & C_LE_EVENT_LINK_DISABLE)) {
 		struct nic_event ev = { 0 };
 		ev.type = C_EVENT_LINK;
@@ -769,8 +769,9 @@ static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct n
 		ev.user_ptr = c->user_ptr;
 		ev.ptl_list = c->list;
 		/* lpe_stat_1 / lpe_stat_2 of the hardware event: pool use and the pool's allocation. */
-		ev.mlength = nic->pools[pte->pool].used;
-		ev.rlength = nic->pools[pte->pool].max_alloc;
+		const struct nic_le_pool *pl = nic_le_pool(nic, pte->pool);
+		ev.mlength = pl->used;
+		ev.rlength = pl->max_alloc;
 		nic_post_target_event(nic, pte, &ev, cost);
 	}
 	return cost;
@@ -779,7 +780,7 @@ static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct n
 static simtime_t tgt_unlink(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c)
 {
 	simtime_t cost = nic->p->tgt_cmd;
-	(*nic->c.unlink_cmds)++;
+	NIC_C(nic, unlink_cmds)++;
 	struct nic_le_list *l = &pte->lists[c->list & 3];
 	for (struct nic_le *le = l->head; le; le = le->next) {
 		cost += nic->p->match_per_le;
@@ -793,11 +794,11 @@ static simtime_t tgt_unlink(struct nic *nic, struct nic_pte *pte, const struct n
 			nic_post_target_event(nic, pte, &ev, at);
 			nic_le_list_remove(l, le);
 			nic_le_free(nic, le);
-			(*nic->c.unlink_success)++;
+			NIC_C(nic, unlink_success)++;
 			return cost;
 		}
 	}
-	(*nic->c.err_entry_not_found_unlink_failed)++;
+	NIC_C(nic, err_entry_not_found_unlink_failed)++;
 	cmd_event(nic, pte, c, C_EVENT_UNLINK, C_RC_ENTRY_NOT_FOUND, cost);
 	return cost;
 }
@@ -809,9 +810,9 @@ static simtime_t tgt_search(struct nic *nic, struct nic_pte *pte, const struct n
 {
 	simtime_t cost = nic->p->tgt_cmd;
 	if (del)
-		(*nic->c.search_delete_cmds)++;
+		NIC_C(nic, search_delete_cmds)++;
 	else
-		(*nic->c.search_cmds)++;
+		NIC_C(nic, search_cmds)++;
 	struct nic_le tmpl = { 0 };
 	tmpl.match_bits = c->match_bits;
 	tmpl.ignore_bits = c->ignore_bits;
@@ -848,11 +849,11 @@ static simtime_t tgt_search(struct nic *nic, struct nic_pte *pte, const struct n
 		le = next;
 	}
 	if (del)
-		(*(found ? nic->c.search_delete_success : nic->c.search_delete_fail))++;
+		nic->cv[found ? nic_cix.search_delete_success : nic_cix.search_delete_fail]++;
 	else
-		(*(found ? nic->c.search_success : nic->c.search_fail))++;
+		nic->cv[found ? nic_cix.search_success : nic_cix.search_fail]++;
 	if (!found)
-		(*nic->c.err_search_no_match)++;
+		NIC_C(nic, err_search_no_match)++;
 	if (!once || !found) {
 		struct nic_event ev = { 0 };
 		ev.type = once && del ? C_EVENT_PUT_OVERFLOW : C_EVENT_SEARCH;
@@ -869,7 +870,7 @@ static simtime_t tgt_search(struct nic *nic, struct nic_pte *pte, const struct n
 static simtime_t tgt_setstate(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c)
 {
 	simtime_t cost = nic->p->tgt_cmd;
-	(*nic->c.setstate_cmds[pte->pe])++;
+	NIC_C(nic, setstate_cmds[pte->pe])++;
 	struct nic_event ev = { 0 };
 	ev.type = C_EVENT_STATE_CHANGE;
 	ev.sc.reason = C_SC_NONE;
@@ -882,7 +883,7 @@ static simtime_t tgt_setstate(struct nic *nic, struct nic_pte *pte, const struct
 		ev.rc = C_RC_CMD_INVALID_ARG;
 		ev.sc.state = pte->state;
 	} else if (leaving_disabled && c->drop_count != NIC_IGNORE_DROPS && c->drop_count != pte->drop_count) {
-		(*nic->c.err_setstate_no_match)++;
+		NIC_C(nic, err_setstate_no_match)++;
 		ev.rc = C_RC_NO_MATCH;
 		ev.sc.state = pte->state;
 	} else {
@@ -891,7 +892,7 @@ static simtime_t tgt_setstate(struct nic *nic, struct nic_pte *pte, const struct
 		pte->state = c->state;
 		ev.rc = C_RC_OK;
 		ev.sc.state = c->state;
-		(*nic->c.setstate_success[pte->pe])++;
+		NIC_C(nic, setstate_success[pte->pe])++;
 	}
 	nic_eq_post(nic, pte->eqn, &ev, cost, true);
 	return cost;
@@ -933,8 +934,8 @@ static simtime_t lpe_pkt(struct nic *nic, struct nic_pkt *p)
 		     : p->type == PKT_AMO ? lpe_amo(nic, pte, p)
 					  : lpe_get(nic, pte, p);
 	} else {
-		(*(rc == C_RC_VNI_NOT_FOUND ? nic->c.vni_not_found : nic->c.ptlte_not_found))++;
-		(*nic->c.err_invalid_endpoint)++;
+		nic->cv[rc == C_RC_VNI_NOT_FOUND ? nic_cix.vni_not_found : nic_cix.ptlte_not_found]++;
+		NIC_C(nic, err_invalid_endpoint)++;
 		if (p->type == PKT_PUT || (p->type == PKT_AMO && !p->amo_fetch)) {
 			nic_send_ack(nic, p, rc, 0, 0, cost);
 		} else {
@@ -973,7 +974,7 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 	} else
 		cost = lpe_tgt_cmd(nic, w);
 	if (nic->active)
-		*nic->c.pe_busy_ps[arg] += cost;
+		NIC_C(nic, pe_busy_ps[arg]) += cost;
 	pool_put(&nic->rec->le_work, w);
 	sim_schedule(sim, cost, pe_run, nic, arg);
 }
@@ -985,12 +986,12 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	struct nic_pkt *p = (struct nic_pkt *)m;
 	(void)sim;
 	if (nic->active) {
-		(*nic->c.pkts_rx)++;
-		*nic->c.rx_bytes += m->bytes;
+		NIC_C(nic, pkts_rx)++;
+		NIC_C(nic, rx_bytes) += m->bytes;
 	} else {
 		nic_activate(nic);
-		(*nic->c.pkts_rx)++;
-		*nic->c.rx_bytes += m->bytes;
+		NIC_C(nic, pkts_rx)++;
+		NIC_C(nic, rx_bytes) += m->bytes;
 	}
 	if (p->type == PKT_ACK || p->type == PKT_REPLY || p->type == PKT_NACK) {
 		nic_initiator_rx(nic, p);
@@ -1006,12 +1007,12 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	/* A request holds a target request state (TRS) until it is answered; with none left the PCT refuses
 	 * it and the initiator's retry handler sends it again. */
 	if (nic->trs_used >= nic->p->trs_entries) {
-		(*nic->c.no_trs_nacks)++;
+		NIC_C(nic, no_trs_nacks)++;
 		nic_send_nack(nic, p);
 		return;
 	}
-	if (++nic->trs_used > *nic->c.trs_high_water)
-		*nic->c.trs_high_water = nic->trs_used;
+	if (++nic->trs_used > NIC_C(nic, trs_high_water))
+		NIC_C(nic, trs_high_water) = nic->trs_used;
 	/* The PE is chosen from the mapping; unknown destinations are answered by PE 0. */
 	uint8_t rc;
 	struct nic_pte *pte = nic_pte_resolve(nic, m->vni, p->dst_pid, p->index, m->src == nic->addr, &rc);
@@ -1032,7 +1033,18 @@ static void pe_run_prefetch(const void *obj, uint64_t arg)
 	__builtin_prefetch(&nic->pe[arg & (C_PE_COUNT - 1)]);
 }
 
+/* ... one pop ahead, with the PE's line in cache: the work item at the head of its queue (a packet or a
+ * target command, written when it was queued, long before). */
+static void pe_run_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct nic *nic = obj;
+	const struct nic_pe *pe = &nic->pe[arg & (C_PE_COUNT - 1)];
+	if (pe->qlen)
+		__builtin_prefetch(pe->q[pe->qhead], 1);
+}
+
 void nic_lpe_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, pe_run, pe_run_prefetch);
+	sim_prefetch_hook_next(sim, pe_run, pe_run_prefetch_next);
 }

@@ -147,7 +147,7 @@ struct sim *nic_sim(const struct nic *nic)
 /* ---------------------------------------------------------------- telemetry */
 
 /* A NIC's counters, one block per NIC (stats_counter_block): the name of each (after "nic.<addr>.") and
- * where in struct nic its slot pointer goes, built once per process in registration order. */
+ * its place in nic_cix (NO_SLOT: none), built once per process in registration order. */
 struct nic_ctr_table {
 	const char **names;
 	size_t *off;
@@ -171,7 +171,10 @@ static void tab_add(struct nic_ctr_table *t, size_t off, const char *fmt, ...)
 	t->off[t->n++] = off;
 }
 
-#define C_OFF(field) offsetof(struct nic, c.field)
+#define C_OFF(field) offsetof(struct nic_ctr_ix, field)
+#define NO_SLOT SIZE_MAX /* a counter of the block no field of nic_cix names (le_pool_fail after the first) */
+
+struct nic_ctr_ix nic_cix;
 
 static const struct nic_ctr_table *ctr_table(void)
 {
@@ -263,17 +266,23 @@ static const struct nic_ctr_table *ctr_table(void)
 	 * line per counter).  The order is storage only: outputs are sorted by name. */
 	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
 		for (size_t k = 0; k < ARRAY_SIZE(per_pe); k++)
-			tab_add(&t, per_pe[k].off + pe * sizeof(uint64_t *), "%s_%u", per_pe[k].name, pe);
+			tab_add(&t, per_pe[k].off + pe * sizeof(uint16_t), "%s_%u", per_pe[k].name, pe);
 	for (size_t k = 0; k < ARRAY_SIZE(one); k++)
 		tab_add(&t, one[k].off, "%s", one[k].name);
 	for (unsigned e = 0; e < C_EVENT_TYPES; e++)
 		if (strcmp(c_event_type_name(e), "UNKNOWN"))
-			tab_add(&t, C_OFF(event_type) + e * sizeof(uint64_t *), "C_CNTR_EE_EVENT_%s_CNTR", c_event_type_name(e));
+			tab_add(&t, C_OFF(event_type) + e * sizeof(uint16_t), "C_CNTR_EE_EVENT_%s_CNTR", c_event_type_name(e));
 	for (unsigned r = 0; r < 7; r++)
-		tab_add(&t, C_OFF(fc_transitions) + r * sizeof(uint64_t *), "sim.nic_state_change.%s", c_sc_reason_name(r));
+		tab_add(&t, C_OFF(fc_transitions) + r * sizeof(uint16_t), "sim.nic_state_change.%s", c_sc_reason_name(r));
+	/* The pools' counters, one after the other: le_pool_fail is the first's place. */
 	for (unsigned i = 0; i < C_LE_POOLS; i++)
-		tab_add(&t, offsetof(struct nic, pools) + i * sizeof(struct nic_le_pool) + offsetof(struct nic_le_pool, c_fail),
-			"le_pool.%u.alloc_fail", i);
+		tab_add(&t, i ? NO_SLOT : C_OFF(le_pool_fail), "le_pool.%u.alloc_fail", i);
+	if (t.n >= NIC_CIX_NONE)
+		die("nic: %zu counters do not fit 16-bit places", t.n);
+	memset(&nic_cix, 0xff, sizeof(nic_cix));
+	for (size_t i = 0; i < t.n; i++)
+		if (t.off[i] != NO_SLOT)
+			*(uint16_t *)((char *)&nic_cix + t.off[i]) = (uint16_t)i;
 	return &t;
 }
 
@@ -285,14 +294,12 @@ void nic_activate(struct nic *nic)
 		return;
 	nic->active = true;
 	const struct nic_ctr_table *t = ctr_table();
-	uint64_t *v = stats_counter_block(sim_stats(nic->sim), t->names, t->n, "nic.%u", nic->addr);
-	for (size_t i = 0; i < t->n; i++)
-		*(uint64_t **)((char *)nic + t->off[i]) = &v[i];
+	nic->cv = stats_counter_block(sim_stats(nic->sim), t->names, t->n, "nic.%u", nic->addr);
 }
 
 void nic_count_limit(struct nic *nic)
 {
-	(*nic->c.limit_hits)++;
+	NIC_C(nic, limit_hits)++;
 }
 
 /* ---------------------------------------------------------------- services */
@@ -308,7 +315,9 @@ static void svc_apply_pool_limits(struct nic *nic, const struct nic_svc_desc *d)
 {
 	const struct nic_rsrc_limit *l = &d->limits[NIC_RSRC_LE];
 	for (unsigned pe = 0; pe < C_PE_COUNT; pe++) {
-		struct nic_le_pool *pl = &nic->pools[pe * C_LE_POOLS_PER_PE + d->le_pool];
+		if (!l->max && !l->res)
+			continue;
+		struct nic_le_pool *pl = nic_le_pool(nic, pe * C_LE_POOLS_PER_PE + d->le_pool);
 		if (l->max)
 			pl->max_alloc = l->max;
 		if (l->res)
@@ -480,7 +489,6 @@ static void nic_init_one(struct nic_world *w, struct sim *sim, struct nic *nic, 
 	nic->p = &w->p;
 	nic->fabric = fabric_of(sim);
 	nic->rec = &w->rec;
-	nic_le_pools_init(nic);
 	/* The default service: unrestricted VNIs, hardware limits, pool 0 on every PE. */
 	struct nic_svc_desc d = { 0 };
 	nic->svcs = xcalloc(1, sizeof(*nic->svcs));
@@ -489,7 +497,7 @@ static void nic_init_one(struct nic_world *w, struct sim *sim, struct nic *nic, 
 	nic->svcs[0].id = NIC_SVC_DEFAULT;
 	nic->svcs[0].d = d;
 	for (uint32_t i = 0; i < w->npool_cfg; i++) {
-		struct nic_le_pool *pl = &nic->pools[w->pool_cfg[i].index];
+		struct nic_le_pool *pl = nic_le_pool(nic, w->pool_cfg[i].index);
 		if (w->pool_cfg[i].has_max)
 			pl->max_alloc = w->pool_cfg[i].max_alloc;
 		if (w->pool_cfg[i].has_res)
@@ -518,6 +526,7 @@ static void nic_free_one(struct nic *nic)
 	nic_table_free(&nic->cts);
 	nic_table_free(&nic->ptes);
 	free(nic->svcs);
+	free(nic->pools);
 	free(nic->map_keys);
 	free(nic->map_vals);
 	free(nic->vni_keys);
@@ -535,8 +544,7 @@ static void world_free(void *p)
 		nic_free_one(w->nics[i]);
 	free(w->nics);
 	pool_free_all(&w->rec.le_work);
-	pool_free_all(&w->rec.ule);
-	pool_free_all(&w->rec.pkt);
+	pool_free_all(&w->rec.pkt_ule);
 	pool_free_all(&w->rec.op);
 	pool_free_all(&w->rec.evrec);
 	pool_free_all(&w->rec.eq);
@@ -679,7 +687,7 @@ static void read_timeseries(struct nic_world *w, struct sim *sim, const struct c
 		nic_le_pools_timeseries(nic, pools, np);
 		char col[64];
 		snprintf(col, sizeof(col), "nic.%u.limit_hits", a);
-		ts_register(sim, col, nic->c.limit_hits);
+		ts_register(sim, col, &NIC_C(nic, limit_hits));
 	}
 }
 
@@ -691,8 +699,8 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 	struct nic_world *w = xcalloc(1, sizeof(*w));
 	pool_init(&w->rec.le_work, sizeof(struct nic_le) > sizeof(struct nic_work) ? sizeof(struct nic_le) : sizeof(struct nic_work),
 		  1024);
-	pool_init(&w->rec.ule, sizeof(struct nic_ule), 1024);
-	pool_init(&w->rec.pkt, sizeof(struct nic_pkt), 1024);
+	pool_init(&w->rec.pkt_ule, sizeof(struct nic_pkt) > sizeof(struct nic_ule) ? sizeof(struct nic_pkt) : sizeof(struct nic_ule),
+		  1024);
 	pool_init(&w->rec.op, sizeof(struct nic_op), 1024);
 	pool_init(&w->rec.evrec, sizeof(struct nic_event) + 32, 1024);
 	pool_init(&w->rec.eq, sizeof(struct nic_eq), 1024);
@@ -746,7 +754,7 @@ static void nic_summary(struct sim *sim, FILE *f)
 		sum_counter(sim, w->n, names[i], &v[i]);
 	uint32_t hw = 0;
 	for (uint32_t i = 0; i < w->n; i++)
-		for (unsigned p = 0; p < C_LE_POOLS; p++)
+		for (unsigned p = 0; p < w->nics[i]->npools; p++)
 			if (w->nics[i]->pools[p].high_water > hw)
 				hw = w->nics[i]->pools[p].high_water;
 	fprintf(f,
@@ -782,7 +790,7 @@ static uint64_t owned_bytes(struct nic *nic, const struct nic_lni *lni, bool les
 		b += sizeof(*p);
 		for (unsigned l = 0; les && l < 4; l++)
 			b += (uint64_t)p->lists[l].count *
-			     (l == C_PTL_LIST_UNEXPECTED ? nic->rec->ule.obj_size : nic->rec->le_work.obj_size);
+			     (l == C_PTL_LIST_UNEXPECTED ? nic->rec->pkt_ule.obj_size : nic->rec->le_work.obj_size);
 	}
 	for (uint32_t i = 0; i < nic->cts.n; i++) {
 		const struct nic_ct *c = nic->cts.rec[i];
@@ -801,6 +809,7 @@ uint64_t nic_lni_bytes(const struct nic_lni *lni)
 static uint64_t nic_core_bytes(const struct nic *nic)
 {
 	uint64_t b = sizeof(*nic) + (uint64_t)nic->nsvcs * sizeof(*nic->svcs) + (uint64_t)nic->nlnis * sizeof(*nic->lnis);
+	b += (uint64_t)nic->pools_cap * sizeof(*nic->pools);
 	b += table_bytes(&nic->ptes) + table_bytes(&nic->eqs) + table_bytes(&nic->cts);
 	b += (uint64_t)nic->map_cap * (sizeof(*nic->map_keys) + sizeof(*nic->map_vals));
 	b += (uint64_t)nic->vni_cap * (sizeof(*nic->vni_keys) + sizeof(*nic->vni_counts));
@@ -811,7 +820,7 @@ static uint64_t nic_core_bytes(const struct nic *nic)
 
 static uint64_t records_bytes(const struct nic_records *r)
 {
-	return pool_bytes(&r->le_work) + pool_bytes(&r->ule) + pool_bytes(&r->pkt) + pool_bytes(&r->op) + pool_bytes(&r->evrec);
+	return pool_bytes(&r->le_work) + pool_bytes(&r->pkt_ule) + pool_bytes(&r->op) + pool_bytes(&r->evrec);
 }
 
 static void nic_memory(struct sim *sim, struct mem_report *r)
@@ -831,11 +840,18 @@ static void nic_memory(struct sim *sim, struct mem_report *r)
 		owned += (uint64_t)nic->nlnis * sizeof(struct nic_lni) + owned_bytes(nic, NULL, false);
 	}
 	mem_add(r, "nic.core", w->n, core);
-	mem_add(r, "nic.records", w->rec.le_work.allocated + w->rec.ule.allocated + w->rec.pkt.allocated + w->rec.op.allocated +
+	mem_add(r, "nic.records", w->rec.le_work.allocated + w->rec.pkt_ule.allocated + w->rec.op.allocated +
 					  w->rec.evrec.allocated, recs);
 	mem_add(r, "nic.endpoint_state", lnis, owned);
 	mem_unit(r, "nic", w->n, core + recs);
 	mem_unit(r, "idle_nic", idle, idle_b);
+	const struct { const char *name; const struct pool *p; } pools[] = {
+		{ "nic.le_work", &w->rec.le_work }, { "nic.pkt_ule", &w->rec.pkt_ule },
+		{ "nic.op", &w->rec.op }, { "nic.evrec", &w->rec.evrec },
+	};
+	for (unsigned i = 0; i < ARRAY_SIZE(pools); i++)
+		mem_pool(r, pools[i].name, pools[i].p->obj_size, pools[i].p->allocated, pools[i].p->live,
+			 pool_bytes(pools[i].p));
 	sw_memory(sim, r);
 }
 

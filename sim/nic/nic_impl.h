@@ -61,21 +61,29 @@ struct nic_le {
 	uint32_t ctn;
 	/* The list's index (le_index.c), while it has one: position, and the LEs of its hash bucket. */
 	uint32_t pos;
-	struct nic_le *ix_next, *ix_prev;
+	union {
+		struct {                 /* posted LE (an UNEXPECTED list is never indexed) */
+			struct nic_le *ix_next, *ix_prev;
+		};
+		struct {                 /* unexpected header (struct nic_ule) */
+			uint64_t header_data, remote_offset;
+		};
+	};
 };
 
-/* An unexpected header (ule == true): an LE with what the header said.  A record of its own size, from its
- * own pool, so that the many posted LEs (15 per client endpoint in the whole-machine scenario) do not
- * carry these fields (120 bytes instead of 152). */
+/* An unexpected header (ule == true): an LE with what the header said.  It is a request packet the PE
+ * landed in an overflow buffer, so its record is a packet's slot (nic_records.pkt_ule): the whole
+ * machine's 4.4 M requests are packets at the start burst and unexpected headers for the rest of the run.
+ * Its header fields take the place of the index links an unexpected list never has, to fit the slot. */
 struct nic_ule {
 	struct nic_le le;
-	uint64_t header_data, remote_offset;
 	uint32_t initiator;
 	uint32_t rlength, mlength;   /* requested bytes, eager bytes stored in the overflow buffer */
 	uint16_t vni;
 	uint8_t rendezvous_id;
 	bool rendezvous;
 };
+_Static_assert(sizeof(struct nic_ule) <= 136, "an unexpected header fits a packet's slot (struct nic_pkt)");
 
 static inline struct nic_ule *nic_ule_of(struct nic_le *le)
 {
@@ -142,20 +150,22 @@ struct nic_svc {
 };
 
 struct nic_eq {
-	bool live;
+	/* Three per client endpoint: no holes (112 bytes, not 128). */
 	struct nic_lni *lni;
 	struct nic_event *ring;
+	uint64_t wr, rd, ack; /* monotone counters; slot = counter % slots */
+	nic_eq_notify_fn notify;
+	void *notify_ctx;
+	uint64_t writebacks, dropped, written;
 	uint32_t slots, reserved_fc, thresh_pct;
 	uint32_t ring_cap;
 	uint32_t gen;             /* allocation generation: events of a previous owner are discarded */
-	uint64_t wr, rd, ack; /* monotone counters; slot = counter % slots */
 	uint32_t pending;     /* slots allocated to events still travelling over PCIe */
-	bool above_thresh;
-	uint64_t writebacks, dropped, written;
 	uint32_t refs;        /* PtlTEs and queues reporting into it */
-	nic_eq_notify_fn notify;
-	void *notify_ctx;
+	bool live;
+	bool above_thresh;
 };
+_Static_assert(sizeof(struct nic_eq) <= 112, "an EQ record grew: three per client endpoint");
 
 /* A numbered NIC resource table (PtlTEs, EQs, CTs).  The table holds pointers to records allocated one
  * by one, so a record never moves when the table grows: LEs, pending events and work items keep pointers
@@ -205,11 +215,12 @@ struct nic_pte {
 	void *access_ctx;
 };
 
+/* An LE pool (le_pool.c), made when first configured or used: until then it holds nothing and has the
+ * default reservation and limit.  Most NICs use one pool on each PE of the 64. */
 struct nic_le_pool {
 	uint32_t used, reserved, max_alloc, high_water;
 	uint64_t *ts_used;        /* timeseries slot */
-	uint64_t *c_fail;
-	uint64_t alloc_fail;
+	uint64_t alloc_fail;      /* also the counter nic.<addr>.le_pool.<index>.alloc_fail */
 };
 
 struct nic_pe {
@@ -230,53 +241,65 @@ struct nic_records {
 	 * at once; with separate pools the work items' 2 GB of slabs sat unused behind the 16.6 M LEs they
 	 * became for the rest of the run.  Shared, the burst's slots are the LEs'. */
 	struct pool le_work;
-	struct pool ule, pkt, op, evrec;
+	/* Packets and unexpected headers share one pool likewise: a request the PE lands in an overflow buffer
+	 * stops being a packet and becomes an unexpected header.  At 1 ms of the whole machine with standard
+	 * receives 4.4 M requests wait as headers, in the slots their packets left at the start burst. */
+	struct pool pkt_ule;
+	struct pool op, evrec;
 	/* Per-endpoint records (EQs, PtlTEs, CTs, LNIs, command queues): a million endpoints' records one
 	 * malloc each paid the allocator's chunk header and rounding, ~0.1 GB across the whole machine. */
 	struct pool eq, pte, ct, lni, cmdq;
 };
 
-/* Counters (Cassini names where one exists), registered when the NIC is first used. */
-struct nic_counters {
-	uint64_t *net_match_priority[C_PE_COUNT], *net_match_overflow[C_PE_COUNT], *net_match_request[C_PE_COUNT];
-	uint64_t *net_match_requests[C_PE_COUNT], *net_match_success[C_PE_COUNT], *net_match_useonce[C_PE_COUNT];
-	uint64_t *append_cmds[C_PE_COUNT], *append_success[C_PE_COUNT];
-	uint64_t *setstate_cmds[C_PE_COUNT], *setstate_success[C_PE_COUNT];
-	uint64_t *rndzv_puts[C_PE_COUNT], *rndzv_puts_offloaded[C_PE_COUNT], *num_truncated[C_PE_COUNT];
-	uint64_t *err_no_space_append, *err_no_space_net;
-	uint64_t *err_pt_disabled_eq_full, *err_pt_disabled_req_empty, *err_pt_disabled_cant_alloc_unexpected,
-		*err_pt_disabled_no_match_in_overflow;
-	uint64_t *err_entry_not_found_eq_full, *err_entry_not_found_req_empty,
-		*err_entry_not_found_no_match_in_overflow, *err_entry_not_found_cant_alloc_unexpected,
-		*err_entry_not_found_unlink_failed;
-	uint64_t *err_ptlte_sw_managed, *err_search_no_match, *err_setstate_no_match, *err_invalid_endpoint;
-	uint64_t *unlink_cmds, *unlink_success, *search_cmds, *search_success, *search_fail;
-	uint64_t *search_delete_cmds, *search_delete_success, *search_delete_fail;
-	uint64_t *put_cmds, *rendezvous_put_cmds, *get_cmds, *amo_cmds, *fetch_amo_cmds;
-	uint64_t *events_enqueued, *events_dropped_ordinary, *events_dropped_fc_sc;
-	uint64_t *event_type[C_EVENT_TYPES];
+/* Counters (Cassini names where one exists), registered when the NIC is first used: one block of values
+ * per NIC (nic->cv), the same layout for every NIC, so each counter is known by its place in the block
+ * (nic_cix, filled with the block's name table, nic.c) -- not by ~150 pointers per NIC, 1.2 KB on each of
+ * Aurora's 89,600 NICs.  NIC_C(nic, name) is the counter's value. */
+#define NIC_CIX_NONE UINT16_MAX /* a counter not in the block (event types without a name) */
+struct nic_ctr_ix {
+	uint16_t net_match_priority[C_PE_COUNT], net_match_overflow[C_PE_COUNT], net_match_request[C_PE_COUNT];
+	uint16_t net_match_requests[C_PE_COUNT], net_match_success[C_PE_COUNT], net_match_useonce[C_PE_COUNT];
+	uint16_t append_cmds[C_PE_COUNT], append_success[C_PE_COUNT];
+	uint16_t setstate_cmds[C_PE_COUNT], setstate_success[C_PE_COUNT];
+	uint16_t rndzv_puts[C_PE_COUNT], rndzv_puts_offloaded[C_PE_COUNT], num_truncated[C_PE_COUNT];
+	uint16_t err_no_space_append, err_no_space_net;
+	uint16_t err_pt_disabled_eq_full, err_pt_disabled_req_empty, err_pt_disabled_cant_alloc_unexpected,
+		err_pt_disabled_no_match_in_overflow;
+	uint16_t err_entry_not_found_eq_full, err_entry_not_found_req_empty,
+		err_entry_not_found_no_match_in_overflow, err_entry_not_found_cant_alloc_unexpected,
+		err_entry_not_found_unlink_failed;
+	uint16_t err_ptlte_sw_managed, err_search_no_match, err_setstate_no_match, err_invalid_endpoint;
+	uint16_t unlink_cmds, unlink_success, search_cmds, search_success, search_fail;
+	uint16_t search_delete_cmds, search_delete_success, search_delete_fail;
+	uint16_t put_cmds, rendezvous_put_cmds, get_cmds, amo_cmds, fetch_amo_cmds;
+	uint16_t events_enqueued, events_dropped_ordinary, events_dropped_fc_sc;
+	uint16_t event_type[C_EVENT_TYPES];
 	/* cxisim-specific (no Cassini counter): */
-	uint64_t *pt_disabled_drops;    /* messages NACKed because the PtlTE was disabled */
-	uint64_t *vni_not_found, *ptlte_not_found;
-	uint64_t *les_searched;
-	uint64_t *le_bounds_errors;     /* remote accesses past a (not locally managed) LE's end */
-	uint64_t *limit_hits;           /* every time a limit was hit (LE pool, PE, EQ, cmdq) */
-	uint64_t *tx_bytes, *rx_bytes, *pkts_tx, *pkts_rx;
-	uint64_t *cmdq_full;
-	uint64_t *no_trs_nacks;         /* C_CNTR_PCT_NO_TRS_NACKS: requests refused, TRS full (target) */
-	uint64_t *rh_retries;           /* packets the retry handler resent after a NACK (initiator) */
-	uint64_t *trs_high_water;       /* most request states held at once (target) */
-	uint64_t *tx_busy_ps;           /* time the transmit engine spent on commands (tx_cmd per command) */
-	uint64_t *pct_sct_open, *pct_tct_open; /* C_CNTR_PCT_CONN_{SCT,TCT}_OPEN: connections opened (pct.c) */
-	uint64_t *no_tct_nacks;         /* C_CNTR_PCT_NO_TCT_NACKS: requests refused, every TCT held (target) */
-	uint64_t *pct_sct_high_water, *pct_tct_high_water; /* most connections open at once */
-	uint64_t *pct_sct_full;         /* SCT opens beyond the table (counted, not enforced: pct.c) */
-	uint64_t *pe_busy_ps[C_PE_COUNT]; /* time each PE spent on network requests and target commands */
-	uint64_t *fc_transitions[8];    /* STATE_CHANGE by the NIC, per c_sc_reason */
-	uint64_t *trig_cmds;            /* triggered commands released (C_CNTR_CQ_NUM_TRIG_CMDS_0) */
-	uint64_t *trig_canceled;        /* entries dropped by CT_CANCEL or a free */
-	uint64_t *tle_high_water;       /* most trigger list entries in use at once */
+	uint16_t pt_disabled_drops;    /* messages NACKed because the PtlTE was disabled */
+	uint16_t vni_not_found, ptlte_not_found;
+	uint16_t les_searched;
+	uint16_t le_bounds_errors;     /* remote accesses past a (not locally managed) LE's end */
+	uint16_t limit_hits;           /* every time a limit was hit (LE pool, PE, EQ, cmdq) */
+	uint16_t tx_bytes, rx_bytes, pkts_tx, pkts_rx;
+	uint16_t cmdq_full;
+	uint16_t no_trs_nacks;         /* C_CNTR_PCT_NO_TRS_NACKS: requests refused, TRS full (target) */
+	uint16_t rh_retries;           /* packets the retry handler resent after a NACK (initiator) */
+	uint16_t trs_high_water;       /* most request states held at once (target) */
+	uint16_t tx_busy_ps;           /* time the transmit engine spent on commands (tx_cmd per command) */
+	uint16_t pct_sct_open, pct_tct_open; /* C_CNTR_PCT_CONN_{SCT,TCT}_OPEN: connections opened (pct.c) */
+	uint16_t no_tct_nacks;         /* C_CNTR_PCT_NO_TCT_NACKS: requests refused, every TCT held (target) */
+	uint16_t pct_sct_high_water, pct_tct_high_water; /* most connections open at once */
+	uint16_t pct_sct_full;         /* SCT opens beyond the table (counted, not enforced: pct.c) */
+	uint16_t pe_busy_ps[C_PE_COUNT]; /* time each PE spent on network requests and target commands */
+	uint16_t fc_transitions[8];    /* STATE_CHANGE by the NIC, per c_sc_reason */
+	uint16_t trig_cmds;            /* triggered commands released (C_CNTR_CQ_NUM_TRIG_CMDS_0) */
+	uint16_t trig_canceled;        /* entries dropped by CT_CANCEL or a free */
+	uint16_t tle_high_water;       /* most trigger list entries in use at once */
+	uint16_t le_pool_fail;         /* le_pool.<index>.alloc_fail: C_LE_POOLS counters from here, by index */
 };
+extern struct nic_ctr_ix nic_cix;
+#define NIC_C(nic, f) ((nic)->cv[nic_cix.f])
+
 
 struct nic_pct_table;
 
@@ -286,7 +309,7 @@ struct nic {
 	uint32_t addr;
 	const struct nic_params *p;
 	bool active;              /* counters registered */
-	struct nic_counters c;
+	uint64_t *cv;             /* their values (NIC_C) */
 
 	struct nic_svc *svcs;
 	uint32_t nsvcs;
@@ -308,7 +331,9 @@ struct nic {
 	uint32_t *vni_counts;
 	uint32_t vni_cap, vni_n;
 
-	struct nic_le_pool pools[C_LE_POOLS];
+	uint8_t pool_at[C_LE_POOLS]; /* 1 + the pool's place in `pools`; 0: not made (le_pool.c) */
+	uint8_t npools, pools_cap;
+	struct nic_le_pool *pools;
 	struct nic_pe pe[C_PE_COUNT];
 	uint32_t trs_used;        /* requests received and not yet answered (ACK or reply) */
 	struct nic_pct_table *sct, *tct; /* PCT connections (pct.c), created at first use */
@@ -406,7 +431,7 @@ void nic_lpe_prefetch_hooks(struct sim *sim);
 void nic_eq_prefetch_hooks(struct sim *sim);
 void nic_initiator_prefetch_hooks(struct sim *sim);
 void nic_cmdq_prefetch_hooks(struct sim *sim);
-struct nic_counters;
+
 void nic_activate(struct nic *nic);
 void nic_count_limit(struct nic *nic);
 
@@ -444,9 +469,12 @@ void nic_ct_set(struct nic *nic, uint32_t ctn, uint64_t success, uint32_t failur
 void nic_cts_free_lni(struct nic *nic, struct nic_lni *lni);
 
 /* le_pool.c */
+/* Pool `index` of the NIC, made (with the defaults) if it was not; or, without making it, the pool or its
+ * defaults copied into *tmp. */
+struct nic_le_pool *nic_le_pool(struct nic *nic, unsigned index);
+const struct nic_le_pool *nic_le_pool_peek(const struct nic *nic, unsigned index, struct nic_le_pool *tmp);
 bool nic_le_alloc(struct nic *nic, struct nic_pte *pte);
 void nic_le_release(struct nic *nic, struct nic_pte *pte);
-void nic_le_pools_init(struct nic *nic);
 
 /* ptlte.c */
 struct nic_pte *nic_pte_lookup(struct nic *nic, uint32_t ptn);

@@ -188,12 +188,12 @@ bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p)
 	uint64_t key = conn_class(nic, p->msg.dst, p->dst_pid, p->index);
 	int r = nic_pct_table_use(t, key, now, nic->p->pct_idle, UINT32_MAX);
 	if (r == 1) {
-		(*nic->c.pct_sct_open)++;
+		NIC_C(nic, pct_sct_open)++;
 		if (t->open > nic->p->pct_sct_entries)
-			(*nic->c.pct_sct_full)++;
+			NIC_C(nic, pct_sct_full)++;
 	}
-	if (t->high > *nic->c.pct_sct_high_water)
-		*nic->c.pct_sct_high_water = t->high;
+	if (t->high > NIC_C(nic, pct_sct_high_water))
+		NIC_C(nic, pct_sct_high_water) = t->high;
 	return r == 1;
 }
 
@@ -204,14 +204,14 @@ int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
 	uint64_t key = conn_class(nic, p->msg.src, p->dst_pid, p->index);
 	int r = nic_pct_table_use(t, key, sim_now(nic->sim), nic->p->pct_idle, nic->p->pct_tct_entries);
 	if (r < 0) {
-		(*nic->c.no_tct_nacks)++;
+		NIC_C(nic, no_tct_nacks)++;
 		nic_count_limit(nic);
 		return -1;
 	}
 	if (r == 1)
-		(*nic->c.pct_tct_open)++;
-	if (t->high > *nic->c.pct_tct_high_water)
-		*nic->c.pct_tct_high_water = t->high;
+		NIC_C(nic, pct_tct_open)++;
+	if (t->high > NIC_C(nic, pct_tct_high_water))
+		NIC_C(nic, pct_tct_high_water) = t->high;
 	return r;
 }
 

@@ -131,7 +131,7 @@ void nic_le_list_remove(struct nic_le_list *l, struct nic_le *le)
 void nic_le_free(struct nic *nic, struct nic_le *le)
 {
 	nic_le_release(nic, le->pte);
-	pool_put(le->ule ? &nic->rec->ule : &nic->rec->le_work, le);
+	pool_put(le->ule ? &nic->rec->pkt_ule : &nic->rec->le_work, le);
 }
 
 /* ---------------------------------------------------------------- PtlTEs */
@@ -318,7 +318,7 @@ size_t nic_pte_ule_offsets(struct nic *nic, uint32_t ptn, uint64_t *offsets, siz
 	size_t n = 0;
 	for (struct nic_le *le = p->lists[C_PTL_LIST_UNEXPECTED].head; le; le = le->next, n++)
 		if (n < max)
-			offsets[n] = nic_ule_of(le)->remote_offset;
+			offsets[n] = le->remote_offset;
 	return n;
 }
 

@@ -19,6 +19,7 @@
 #define CXISIM_NIC_SW_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
@@ -134,31 +135,43 @@ struct sw_comp {
 struct sw_ep;
 typedef void (*sw_comp_fn)(void *ctx, struct sw_ep *ep, const struct sw_comp *c);
 
+/* An endpoint's attributes: the FI_CXI_* environment, then its own options (SW_EP_OPTS).  An open endpoint
+ * keeps its options (struct sw_ep_opts, the same fields) and shares one read-only copy of each distinct
+ * environment with every endpoint opened with it (a million client endpoints, 104 bytes each). */
+#define SW_EP_OPTS                                                                                             \
+	enum sw_proto proto;                                                                                   \
+	enum sw_progress progress;                                                                             \
+	uint32_t pid;                /* C_PID_ANY: the lowest free pid */                                      \
+	uint32_t svc_id;             /* NIC_SVC_DEFAULT */                                                     \
+	uint8_t num_vnis;            /* auth keys; vnis[0] is used to send, the RX side accepts all of them */ \
+	uint16_t vnis[NIC_SVC_MAX_VNIS];                                                                       \
+	uint64_t caps;               /* FI_MSG | FI_TAGGED | FI_RMA | FI_MULTI_RECV | FI_SOURCE | ... */        \
+	uint32_t tx_size;            /* 1024 (max 16384) */                                                    \
+	uint32_t rx_size;            /* 1024 (max 15360) */                                                    \
+	uint32_t cq_size;            /* 0: env.default_cq_size */                                              \
+	uint64_t min_multi_recv;     /* FI_OPT_MIN_MULTI_RECV (64); sw_ep_set_min_multi_recv changes it */     \
+	bool mr_events;              /* report every remote access to the endpoint's MRs (FI_RMA_EVENT          \
+				      * endpoint with remote counters bound) */                                \
+	const struct nic_mem_ops *mem;                                                                         \
+	void *mem_ctx;                                                                                         \
+	sw_comp_fn comp;             /* TX and RX completions */                                               \
+	void *comp_ctx;                                                                                        \
+	/* A condition the real provider treats as fatal (RXC_FATAL / CXIP_FATAL, e.g. flow control while in  \
+	 * flow control in hardware match mode, or a hardware EQ overflow).  The endpoint stops; the message  \
+	 * is the upstream one.  NULL: print it on stderr and stop the simulation (sim_stop). */              \
+	void (*on_fatal)(void *ctx, struct sw_ep *ep, const char *msg);                                        \
+	void *fatal_ctx;
+
 struct sw_ep_attr {
 	struct sw_env env;
-	enum sw_proto proto;
-	enum sw_progress progress;
-	uint32_t pid;                /* C_PID_ANY: the lowest free pid */
-	uint32_t svc_id;             /* NIC_SVC_DEFAULT */
-	uint8_t num_vnis;            /* auth keys; vnis[0] is used to send, the RX side accepts all of them */
-	uint16_t vnis[NIC_SVC_MAX_VNIS];
-	uint64_t caps;               /* FI_MSG | FI_TAGGED | FI_RMA | FI_MULTI_RECV | FI_SOURCE | FI_DIRECTED_RECV ... */
-	uint32_t tx_size;            /* 1024 (max 16384) */
-	uint32_t rx_size;            /* 1024 (max 15360) */
-	uint32_t cq_size;            /* 0: env.default_cq_size */
-	uint64_t min_multi_recv;     /* FI_OPT_MIN_MULTI_RECV (64); sw_ep_set_min_multi_recv changes it later */
-	bool mr_events;              /* report every remote access to the endpoint's MRs (FI_RMA_EVENT endpoint
-				      * with remote counters bound) */
-	const struct nic_mem_ops *mem;
-	void *mem_ctx;
-	sw_comp_fn comp;             /* TX and RX completions */
-	void *comp_ctx;
-	/* A condition the real provider treats as fatal (RXC_FATAL / CXIP_FATAL, e.g. flow control while in
-	 * flow control in hardware match mode, or a hardware EQ overflow).  The endpoint stops; the message is
-	 * the upstream one.  NULL: print it on stderr and stop the simulation (sim_stop). */
-	void (*on_fatal)(void *ctx, struct sw_ep *ep, const char *msg);
-	void *fatal_ctx;
+	SW_EP_OPTS
 };
+struct sw_ep_opts {
+	SW_EP_OPTS
+};
+_Static_assert(offsetof(struct sw_ep_attr, proto) == sizeof(struct sw_env) &&
+		       sizeof(struct sw_ep_attr) == sizeof(struct sw_env) + sizeof(struct sw_ep_opts),
+	       "an endpoint's options are the attributes after the environment, laid out alike");
 void sw_ep_attr_defaults(struct sw_ep_attr *a);
 
 /* Open and enable an endpoint on a NIC.  Operations may be posted at once: they queue behind the enable

@@ -212,13 +212,19 @@ void sw_ep_take_host_work(struct sw_ep *ep, struct sw_host_work *out)
 /* Per simulation: the pids in use on every NIC, and the pools every endpoint takes its per-message
  * records from -- requests (receives, sends, RMA operations, peeks), unexpected messages, rendezvous
  * messages being received -- so no message calls malloc and a leak shows as a live count that does not
- * come back.  One pool per record type: their sizes differ several-fold, and each keeps its own count. */
+ * come back (each type keeps its own count).  Requests and unexpected messages share one pool of slots the
+ * size of the larger: a client's send request completes when its message has landed at the server, where
+ * it waits as an unexpected message; with separate pools the whole machine's 4.4 M send requests of the
+ * start burst left 0.8 GB of request slabs behind while 4.4 M unexpected records took as many again. */
 #define SW_WORLD_KEY "cxi.sw" /* sim_world_get name of the state below */
 
 struct sw_world {
 	uint32_t n;
 	uint8_t (*used)[C_PID_ANY];
-	struct pool reqs, uxs, rmsgs, bufs;
+	struct pool req_ux, rmsgs, bufs;
+	uint64_t reqs_live, uxs_live;
+	struct sw_env **envs;   /* the distinct environments of the endpoints opened, shared read-only */
+	uint32_t nenvs;
 	struct sw_ep *eps;  /* open endpoints */
 };
 
@@ -226,10 +232,12 @@ static void sw_world_free(void *p)
 {
 	struct sw_world *w = p;
 	free(w->used);
-	pool_free_all(&w->reqs);
-	pool_free_all(&w->uxs);
+	pool_free_all(&w->req_ux);
 	pool_free_all(&w->rmsgs);
 	pool_free_all(&w->bufs);
+	for (uint32_t i = 0; i < w->nenvs; i++)
+		free(w->envs[i]);
+	free(w->envs);
 	free(w);
 }
 
@@ -247,14 +255,29 @@ static struct sw_world *sw_world(struct sim *sim)
 		w = xcalloc(1, sizeof(*w));
 		w->n = nic_count(sim);
 		w->used = xcalloc(w->n ? w->n : 1, sizeof(*w->used));
-		record_pool_init(&w->reqs, sizeof(struct sw_req));
-		record_pool_init(&w->uxs, sizeof(struct sw_ux));
+		record_pool_init(&w->req_ux, sizeof(struct sw_req) > sizeof(struct sw_ux) ? sizeof(struct sw_req)
+												   : sizeof(struct sw_ux));
 		record_pool_init(&w->rmsgs, sizeof(struct sw_rmsg));
 		record_pool_init(&w->bufs, sizeof(struct sw_buf));
 		sim_world_set(sim, SW_WORLD_KEY, w);
 		sim_on_destroy(sim, sw_world_free, w);
 	}
 	return w;
+}
+
+/* The shared copy of environment e (its bytes: every endpoint of a scenario is opened with a copy of the
+ * same one).  The newest copies are looked at first and only a few of them, so an endpoint opened with a
+ * new environment costs what it did before this was shared, never a search through thousands. */
+static const struct sw_env *env_shared(struct sw_world *w, const struct sw_env *e)
+{
+	for (uint32_t i = w->nenvs, k = 0; i-- > 0 && k < 16; k++)
+		if (!memcmp(w->envs[i], e, sizeof(*e)))
+			return w->envs[i];
+	w->envs = xrealloc(w->envs, (w->nenvs + 1) * sizeof(*w->envs));
+	struct sw_env *c = xmalloc(sizeof(*c));
+	memcpy(c, e, sizeof(*c));
+	w->envs[w->nenvs++] = c;
+	return c;
 }
 
 static uint8_t *pid_row(struct sim *sim, uint32_t nic)
@@ -264,7 +287,8 @@ static uint8_t *pid_row(struct sim *sim, uint32_t nic)
 
 struct sw_req *sw_req_new(struct sw_ep *ep, uint8_t kind)
 {
-	struct sw_req *r = pool_get(ep->reqs);
+	struct sw_req *r = pool_get(ep->req_ux);
+	ep->w->reqs_live++;
 	memset(r, 0, sizeof(*r));
 	r->obj.kind = kind;
 	r->ep = ep;
@@ -277,19 +301,22 @@ void sw_req_free(struct sw_ep *ep, struct sw_req *r)
 		sim_timer_cancel(ep->sim, &r->rnr_timer);
 		nic_payload_free(r->inject);
 	}
-	pool_put(ep->reqs, r);
+	ep->w->reqs_live--;
+	pool_put(ep->req_ux, r);
 }
 
 struct sw_ux *sw_ux_new(struct sw_ep *ep)
 {
-	struct sw_ux *u = pool_get(ep->uxs);
+	struct sw_ux *u = pool_get(ep->req_ux);
+	ep->w->uxs_live++;
 	memset(u, 0, sizeof(*u));
 	return u;
 }
 
 void sw_ux_free(struct sw_ep *ep, struct sw_ux *u)
 {
-	pool_put(ep->uxs, u);
+	ep->w->uxs_live--;
+	pool_put(ep->req_ux, u);
 }
 
 struct sw_rmsg *sw_rmsg_new(struct sw_ep *ep)
@@ -320,13 +347,13 @@ void sw_buf_free(struct sw_ep *ep, struct sw_buf *b)
 uint64_t sw_reqs_live(struct sim *sim)
 {
 	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
-	return w ? w->reqs.live : 0;
+	return w ? w->reqs_live : 0;
 }
 
 uint64_t sw_ux_live(struct sim *sim)
 {
 	struct sw_world *w = sim_world_get(sim, SW_WORLD_KEY);
-	return w ? w->uxs.live : 0;
+	return w ? w->uxs_live : 0;
 }
 
 /* The endpoint's provider-side state: the record and what hangs off it (not pooled records, not the NIC). */
@@ -360,7 +387,7 @@ uint64_t sw_ep_bytes(const struct sw_ep *ep)
 	uint64_t reqs = ep->posted.len + ep->replay.len + ep->inflight.len + ep->peeks.len + ep->msg_queue.len +
 			ep->rma_queue.len + ep->rnr_wait.len;
 	uint64_t uxs = ep->ux.len + ep->pending_ux.len + ep->ux_map_n;
-	return ep_own_bytes(ep) + reqs * ep->reqs->obj_size + uxs * ep->uxs->obj_size + nic_lni_bytes(ep->lni);
+	return ep_own_bytes(ep) + (reqs + uxs) * ep->req_ux->obj_size + nic_lni_bytes(ep->lni);
 }
 
 void sw_memory(struct sim *sim, struct mem_report *r)
@@ -371,10 +398,12 @@ void sw_memory(struct sim *sim, struct mem_report *r)
 	uint64_t n = 0, b = 0;
 	for (const struct sw_ep *ep = w->eps; ep; ep = ep->w_next, n++)
 		b += ep_own_bytes(ep);
-	mem_add(r, "sw.endpoint", n, b);
-	mem_add(r, "sw.records", w->reqs.allocated + w->uxs.allocated + w->rmsgs.allocated,
-		pool_bytes(&w->reqs) + pool_bytes(&w->uxs) + pool_bytes(&w->rmsgs) + sizeof(*w) +
+	mem_add(r, "sw.endpoint", n, b + (uint64_t)w->nenvs * (sizeof(*w->envs) + sizeof(**w->envs)));
+	mem_add(r, "sw.records", w->req_ux.allocated + w->rmsgs.allocated,
+		pool_bytes(&w->req_ux) + pool_bytes(&w->rmsgs) + sizeof(*w) +
 			(uint64_t)w->n * sizeof(*w->used));
+	mem_pool(r, "sw.req_ux", w->req_ux.obj_size, w->req_ux.allocated, w->req_ux.live, pool_bytes(&w->req_ux));
+	mem_pool(r, "sw.rmsg", w->rmsgs.obj_size, w->rmsgs.allocated, w->rmsgs.live, pool_bytes(&w->rmsgs));
 }
 
 uint64_t sw_rmsgs_live(struct sim *sim)
@@ -712,16 +741,18 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 	struct sw_ep *ep = xcalloc(1, sizeof(*ep));
 	ep->nic = nic;
 	ep->sim = sim;
-	ep->attr = *attr;
-	ep->env = &ep->attr.env;
-	if (ep->env->rx_match_mode == SW_MATCH_SOFTWARE)
-		ep->env->msg_offload = false;
-	if (!ep->env->req_buf_max_count)
-		ep->env->req_buf_max_count = 8 * ep->env->req_buf_min_posted;
+	memcpy(&ep->attr, (const char *)attr + offsetof(struct sw_ep_attr, proto), sizeof(ep->attr));
+	struct sw_env env;
+	memcpy(&env, &attr->env, sizeof(env));
+	if (env.rx_match_mode == SW_MATCH_SOFTWARE)
+		env.msg_offload = false;
+	if (!env.req_buf_max_count)
+		env.req_buf_max_count = 8 * env.req_buf_min_posted;
 	ep->pid = pid;
 	struct sw_world *w = sw_world(sim);
-	ep->reqs = &w->reqs;
-	ep->uxs = &w->uxs;
+	ep->env = env_shared(w, &env);
+	ep->w = w;
+	ep->req_ux = &w->req_ux;
 	ep->rmsgs = &w->rmsgs;
 	ep->rnr_max_us = ep->env->rnr_max_timeout_us;
 	ep->state_obj.kind = SWK_STATE;

@@ -58,6 +58,7 @@ struct sw_obj {
 
 struct sw_buf;
 struct sw_req;
+struct sw_world;
 
 /* An unexpected message known to software.  Its record is held by the endpoint's software unexpected list
  * (ep->ux: request-buffer arrivals, onloaded and claimed messages), by pending_ux, or by the map of
@@ -67,25 +68,32 @@ struct sw_req;
 struct sw_ux {
 	struct sw_ux *next, *prev;
 	struct sw_ux_list *on;    /* the list it is on, if any */
-	uint64_t match_bits, header_data, remote_offset;
 	uint64_t data;            /* where its eager bytes sit (provider-private memory) */
-	uint32_t initiator, rlength, mlength;
-	uint16_t vni;
-	uint8_t rendezvous_id;
-	bool rendezvous;
+	struct sw_buf *buf;
+	uint32_t mlength;
 	bool data_ready;          /* the overflow/request PUT event has been seen */
 	bool onloaded;            /* on the software list (not a hardware header) */
-	struct sw_buf *buf;
-	struct sw_req *waiting;   /* a receive that matched it before its data event came */
-	struct nic_event ovf_ev;  /* that receive's PUT_OVERFLOW event */
-	uint64_t dst;             /* ... and where in it the message goes */
-	uint32_t dst_len;
 	bool in_map;
 	/* FI_PEEK | FI_CLAIM: set aside for the FI_CLAIM receive that names claim_key; ordinary receives and
 	 * peeks pass over it. */
 	bool claimed;
 	uint64_t claim_key;
 	struct sw_req *peek;      /* a claim or discard waiting for this header's data event */
+	struct sw_req *waiting;   /* a receive that matched it before its data event came */
+	union {
+		struct {          /* the message header (sw_ux_set_header), unless `waiting` */
+			uint64_t match_bits, header_data, remote_offset;
+			uint32_t initiator, rlength;
+			uint16_t vni;
+			uint8_t rendezvous_id;
+			bool rendezvous;
+		};
+		struct {          /* while `waiting`: nothing reads the header, the receive has the event */
+			struct nic_event ovf_ev; /* that receive's PUT_OVERFLOW event */
+			uint64_t dst;            /* ... and where in it the message goes */
+			uint32_t dst_len;
+		};
+	};
 };
 
 struct sw_ux_list {
@@ -175,6 +183,7 @@ struct sw_req {
 	};
 };
 _Static_assert(sizeof(struct sw_req) <= 176, "sw_req grew: a million client processes hold eight each");
+_Static_assert(sizeof(struct sw_ux) <= sizeof(struct sw_req), "unexpected records take request slots (sw_ep.c)");
 
 static inline bool sw_req_is_tx(const struct sw_req *r)
 {
@@ -248,8 +257,8 @@ struct sw_region {
 struct sw_ep {
 	struct nic *nic;
 	struct sim *sim;
-	struct sw_ep_attr attr;
-	struct sw_env *env;
+	struct sw_ep_opts attr;       /* its attributes but the environment, */
+	const struct sw_env *env;     /* ... which it shares (sw_ep.c) */
 	struct nic_lni *lni;
 	uint32_t pid;
 	struct nic_mem_ops memops;   /* routes private addresses to provider memory, the rest to the user's */
@@ -293,8 +302,10 @@ struct sw_ep {
 	uint32_t rx_outstanding;
 
 	/* TX context */
-	struct pool *reqs;            /* where every request of the endpoint comes from (shared per simulation) */
-	struct pool *uxs, *rmsgs;     /* ... every unexpected message and rendezvous message (likewise) */
+	struct sw_world *w;           /* the simulation's provider state (sw_ep.c) */
+	struct pool *req_ux;          /* where every request and unexpected message of the endpoint comes from
+				       * (shared per simulation) */
+	struct pool *rmsgs;           /* ... every rendezvous message (likewise) */
 	struct sw_req_list msg_queue; /* sends in flight, in order */
 	struct sw_req_list rma_queue; /* RMA operations in flight */
 	struct sw_fc_peer *fc_peers;

@@ -59,8 +59,8 @@ struct nic_tle *nic_tle_take(struct nic_lni *lni, uint32_t ctn, uint64_t thresho
 	t->ctn = ctn;
 	t->lni = lni;
 	nic->tles_used++;
-	if (nic->active && nic->tles_used > *nic->c.tle_high_water)
-		*nic->c.tle_high_water = nic->tles_used;
+	if (nic->active && nic->tles_used > NIC_C(nic, tle_high_water))
+		NIC_C(nic, tle_high_water) = nic->tles_used;
 	return t;
 }
 
@@ -79,7 +79,7 @@ void nic_tle_give_back(struct nic *nic, struct nic_tle *t)
 
 static void tle_drop(struct nic *nic, struct nic_tle *t)
 {
-	(*nic->c.trig_canceled)++;
+	NIC_C(nic, trig_canceled)++;
 	if (t->fn)
 		t->fn(t->ctx, nic, t->ctn, t->threshold, C_RC_CANCELED);
 	nic_tle_give_back(nic, t);
@@ -96,7 +96,7 @@ static void tle_release(struct sim *sim, void *obj, uint64_t arg)
 		tle_drop(nic, t);
 		return;
 	}
-	(*nic->c.trig_cmds)++;
+	NIC_C(nic, trig_cmds)++;
 	if (t->w) {
 		struct nic_work *w = t->w;
 		t->w = NULL;
@@ -143,7 +143,7 @@ static void stall_drop_ct(struct nic *nic, struct nic_ct *c)
 		*pp = w->next;
 		lni->stalled--;
 		nic->tles_stalled--;
-		(*nic->c.trig_canceled)++;
+		NIC_C(nic, trig_canceled)++;
 		w->fn(w->ctx, nic, w->ctn, w->threshold, C_RC_CANCELED);
 		free(w);
 	}

@@ -487,15 +487,86 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg)
 		switch_kick(d, op); /* sends now, or arms a kick for when the link frees or a credit arrives */
 }
 
-/* df_ev_arrive(df, pkt): the switch the packet arrives at (its record and port table). */
+/* df_ev_arrive(df, pkt), two pops ahead: the switch record, and the line of its port table the packet's
+ * output is in (the route is fixed after the first switch, so the port follows from the packet alone: a
+ * copy goes through df_next_port_at, the packet itself is left as it is); the upstream transmitter whose
+ * credit ring the departure writes; an unrouted packet's message (the first switch reads its flow). */
+static uint32_t arrive_out(const struct df *d, const struct df_pkt *pkt)
+{
+	struct df_pkt copy = *pkt;
+	return df_next_port_at(d, df_group_of_sw(d, pkt->sw), df_idx_of_sw(d, pkt->sw), &copy);
+}
+
 static void arrive_prefetch(const void *obj, uint64_t arg)
 {
 	const struct df *d = obj;
 	const struct df_pkt *pkt = (const struct df_pkt *)(uintptr_t)arg;
-	__builtin_prefetch(d->sw[pkt->sw]);
+	const struct df_rsw *s = d->sw[pkt->sw];
+	if (!s)
+		return;
+	__builtin_prefetch(s);
+	if (pkt->flags & DF_PKT_ROUTED)
+		__builtin_prefetch(&s->port[arrive_out(d, pkt)]);
+	else
+		__builtin_prefetch(pkt->msg);
+	__builtin_prefetch(pkt->up);
+}
+
+/* ... and one pop ahead, the level after: the output port's record and class, the slot of the upstream
+ * credit ring the returned credit is compared with and written to, an unrouted packet's flow. */
+static void arrive_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct df *d = obj;
+	const struct df_pkt *pkt = (const struct df_pkt *)(uintptr_t)arg;
+	const struct df_rsw *s = d->sw[pkt->sw];
+	if (!s)
+		return;
+	if (pkt->flags & DF_PKT_ROUTED) {
+		const struct df_oport *op = s->port[arrive_out(d, pkt)];
+		if (op) {
+			__builtin_prefetch(op);
+			__builtin_prefetch(&op->tc[pkt->tc]);
+		}
+	} else if (pkt->msg) {
+		__builtin_prefetch(pkt->msg->flow);
+	}
+	const struct df_oport *up = pkt->up;
+	if (up && up->cr)
+		__builtin_prefetch(&up->cr[(up->cr_head + up->cr_n - 1) & up->cr_mask], 1);
+}
+
+/* df_ev_kick(port, gen), two pops ahead (the queue fetched the port's first line four pops ahead): the
+ * classes with queued bytes, the credit ring's head, an injection port's endpoint. */
+static void kick_prefetch(const void *obj, uint64_t arg)
+{
+	const struct df_oport *op = obj;
+	if (!op->kick_armed || arg != op->kick_gen)
+		return;
+	for (uint32_t m = op->active; m; m &= m - 1)
+		__builtin_prefetch(&op->tc[__builtin_ctz(m)]);
+	if (op->cr && op->cr_n)
+		__builtin_prefetch(&op->cr[op->cr_head & op->cr_mask]);
+	if (op->kind == DF_OP_INJECT)
+		__builtin_prefetch(op->owner);
+}
+
+/* ... one pop ahead: the VOQ arrays of those classes. */
+static void kick_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct df_oport *op = obj;
+	if (!op->kick_armed || arg != op->kick_gen || op->kind == DF_OP_INJECT)
+		return;
+	for (uint32_t m = op->active; m; m &= m - 1) {
+		const struct df_otc *t = &op->tc[__builtin_ctz(m)];
+		if (t->vq)
+			__builtin_prefetch(t->vq);
+	}
 }
 
 void df_switch_prefetch_hooks(struct sim *sim)
 {
+	sim_prefetch_hook(sim, df_ev_kick, kick_prefetch);
+	sim_prefetch_hook_next(sim, df_ev_kick, kick_prefetch_next);
 	sim_prefetch_hook(sim, df_ev_arrive, arrive_prefetch);
+	sim_prefetch_hook_next(sim, df_ev_arrive, arrive_prefetch_next);
 }

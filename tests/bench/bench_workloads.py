@@ -170,6 +170,19 @@ def scale_line(label, clients, r):
     return evcpu, info["wall_time_s"], rss
 
 
+def memory_lines(mem):
+    """Where the bytes of a run go (run.json memory): per object, the largest kinds, the record pools."""
+    units = mem.get("per_object", {})
+    each = {u: units.get(u, {}).get("bytes_each", 0) for u in ("client_process", "nic", "idle_nic", "server_endpoint")}
+    print(f"  per client process {each['client_process']:,.0f} B, per NIC {each['nic']:,.0f} B (idle "
+          f"{each['idle_nic']:,.0f} B), per server endpoint {each['server_endpoint']:,.0f} B", flush=True)
+    kinds = sorted(mem.get("kinds", {}).items(), key=lambda kv: -kv[1]["bytes"])
+    print("  kinds: " + ", ".join(f"{k} {v['bytes'] / 1e9:.2f} GB" for k, v in kinds[:7]), flush=True)
+    pools = mem.get("pools", {})
+    print("  record pools: " + ", ".join(f"{k} {v['count'] / 1e6:.1f} M x {v['size']} B (live {v['live'] / 1e6:.1f} M)"
+                                         for k, v in sorted(pools.items()) if v["count"]), flush=True)
+
+
 # aurora-full on 1, 4 and 16 of its compute groups (6,656 / 26,624 / 106,496 clients), this much virtual time:
 # long enough to pass the start burst (the first ~10 us) into steady state, short enough for a minute each.
 SLOPE_GROUPS = (1, 4, 16)
@@ -201,6 +214,7 @@ def scale():
                                 quiet=True)
         r = load_run(d)
         evs, wall, rss = scale_line(f"bench scale aurora-full {strategy}, 1 ms", r.get("rpc_client.processes"), r)
+        memory_lines(r.runinfo.get("memory", {}))
         print(f"aurora-full {strategy}: wall {wall / 60:.1f} min (target < 10) {verdict(wall < 600)}, peak RSS "
               f"{rss:.2f} GB (target < 16 with room to spare: <= 14) {verdict(rss <= 14)}, events/CPU-s {evs / base:.2f}x the 6,656-client "
               f"run (target >= 0.5) {verdict(evs >= 0.5 * base)}", flush=True)

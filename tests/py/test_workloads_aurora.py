@@ -47,3 +47,11 @@ def test_reduced_aurora_full_every_request_answered_once(run_scenario, strategy)
     assert 2000 < units["client_process"]["bytes_each"] < 16000
     for u in ("nic", "idle_nic", "switch", "pending_event", "server_endpoint"):
         assert units[u]["count"] > 0 and units[u]["bytes_each"] > 0, u
+    # Record pools in detail (their bytes are in the kinds above): a drained run returned every record, and
+    # no pool ever held more records than it carved.
+    pools = mem["pools"]
+    for p in ("nic.le_work", "nic.pkt_ule", "nic.op", "sw.req_ux"):
+        assert pools[p]["count"] > 0 and pools[p]["size"] > 0, p
+        assert pools[p]["bytes"] >= pools[p]["count"] * pools[p]["size"], p
+    assert pools["nic.pkt_ule"]["live"] == 0 and pools["nic.op"]["live"] == 0
+    assert sum(pools[p]["bytes"] for p in pools if p.startswith("sw.")) <= kinds["sw.records"]["bytes"]

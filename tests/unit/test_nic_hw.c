@@ -397,3 +397,55 @@ Test(nic_hw, full_trs_nacks_and_the_retry_handler_resends)
 	}
 	tsim_free(&t);
 }
+
+/* LE pools are made when first configured or used (64 per NIC, most never touched): an untouched pool
+ * reports the defaults, reservations of untouched pools still count against a PE's shared LEs, and a
+ * refusal is counted by the refusing pool's own counter (nic.<n>.le_pool.<index>.alloc_fail). */
+Test(nic_hw, le_pools_made_on_use_keep_defaults_reservations_and_counters)
+{
+	/* Per PE: 64 LEs; pool 1 reserves 20, the other 15 pools 1 each: 29 shared, so pool 0 takes 1 + 29. */
+	struct tsim t = tsim_new("{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 2},"
+				 " \"nic\": {\"pe_les\": 64, \"le_pool_reserved\": 1,"
+				 " \"le_pools\": [{\"pool\": 1, \"reserved\": 20}]}}",
+				 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep other, b;
+	hwep_open(&other, t.sim, 1, 10, 5, &o, 16); /* b's PtlTE on another PE than the first pool's */
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 128);
+	struct nic_pte_status st;
+	cr_assert_eq(nic_pte_status(b.nic, b.ptn, &st), 0);
+	cr_assert_neq(st.le_pool, 0);
+	struct nic_le_pool_status ps;
+	unsigned untouched = st.le_pool + 2;
+	cr_assert_eq(nic_le_pool_status(b.nic, untouched, &ps), 0);
+	cr_assert(ps.used == 0 && ps.high_water == 0 && ps.alloc_fail == 0 && ps.reserved == 1);
+	cr_assert_eq(ps.max_alloc, C_LES_PER_PE);
+	cr_assert_eq(nic_le_pool_status(b.nic, st.le_pool + 1, &ps), 0);
+	cr_assert_eq(ps.reserved, 20, "configured before any use");
+	static char buf[64];
+	for (int i = 0; i < 40; i++)
+		tgt(&b, NIC_CMD_TGT_APPEND,
+		    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .buffer_id = (uint16_t)i, .le_flags = C_LE_OP_PUT,
+					  .ctn = NIC_NONE, .start = (uint64_t)(uintptr_t)buf, .length = 64,
+					  .match_id = C_MATCH_ID_ANY, .match_bits = (uint64_t)i });
+	sim_run(t.sim);
+	struct nic_event ev[64];
+	int n = drain(&b, ev, 64), ok = 0, nospace = 0;
+	for (int i = 0; i < n; i++) {
+		ok += ev[i].type == C_EVENT_LINK && ev[i].rc == C_RC_OK;
+		nospace += ev[i].type == C_EVENT_LINK && ev[i].rc == C_RC_NO_SPACE;
+	}
+	cr_assert_eq(ok, 30, "%d linked", ok);
+	cr_assert_eq(nospace, 10);
+	cr_assert_eq(nic_le_pool_status(b.nic, st.le_pool, &ps), 0);
+	cr_assert(ps.used == 30 && ps.high_water == 30 && ps.alloc_fail == 10);
+	cr_assert_eq(tctr(&t, "nic.1.le_pool.%u.alloc_fail", st.le_pool), 10);
+	cr_assert_eq(tctr(&t, "nic.1.le_pool.%u.alloc_fail", st.le_pool + 1), 0);
+	cr_assert_eq(tctr(&t, "nic.1.le_pool.%u.alloc_fail", (st.le_pool + 16) % C_LE_POOLS), 0);
+	cr_assert_eq(tctr(&t, "nic.1.le_pool.0.alloc_fail"), 0);
+	cr_assert_eq(tctr(&t, "nic.1.C_CNTR_LPE_ERR_NO_SPACE_APPEND"), 10);
+	cr_assert_eq(tctr(&t, "nic.1.sim.limit_hits"), 10);
+	cr_assert_eq(nic_le_pool_status(b.nic, untouched, &ps), 0);
+	cr_assert(ps.used == 0 && ps.high_water == 0 && ps.alloc_fail == 0 && ps.reserved == 1);
+	tsim_free(&t);
+}

@@ -267,3 +267,92 @@ Test(nic_index, too_many_masks_fall_back_to_the_walk)
 {
 	random_run(7, 11, false);
 }
+
+/* ---------------------------------------------------------------- unexpected headers beside an index */
+
+/* A Put from pid `pid` of the sender with header data and remote offset of its own. */
+static void put_hdr(struct rig *g, uint32_t pid, uint64_t mb, uint32_t len, uint64_t hdr, uint64_t roff)
+{
+	struct nic_cmd cmd = { .op = NIC_CMD_PUT };
+	cmd.dma = (struct nic_dma_cmd){ .dst_nic = 1, .dst_pid = 3, .index = 0, .vni = 10,
+					.local_addr = (uint64_t)(uintptr_t)g->buf, .length = len, .match_bits = mb,
+					.header_data = hdr, .remote_offset = roff, .eqn = NIC_NONE, .ctn = NIC_NONE,
+					.src_pid = pid, .user_ptr = 0x77 };
+	cr_assert_eq(nic_cmdq_emit(g->a.txq, &cmd), 0);
+	nic_cmdq_ring(g->a.txq);
+}
+
+/* An unexpected header's record is a packet's slot, its header fields where a posted LE keeps its index
+ * links: headers that wait while the priority list of their PtlTE is indexed, searched, grown and cut keep
+ * every field, and each receive appended later reports its own header (PUT_OVERFLOW), oldest first. */
+Test(nic_index, unexpected_headers_beside_an_indexed_list_keep_their_header)
+{
+	enum { NH = 40 };
+	static char oflow[1 << 16];
+	struct rig *g = calloc(1, sizeof(*g));
+	rig_open(g);
+	tgt(&g->b, NIC_CMD_TGT_APPEND,
+	    (struct nic_tgt_cmd){ .list = C_PTL_LIST_OVERFLOW, .buffer_id = 999,
+				  .le_flags = C_LE_OP_PUT | C_LE_MANAGE_LOCAL | C_LE_EVENT_LINK_DISABLE,
+				  .ctn = NIC_NONE, .start = (uint64_t)(uintptr_t)oflow, .length = sizeof(oflow),
+				  .min_free = 64, .match_id = C_MATCH_ID_ANY, .ignore_bits = ~0ULL, .user_ptr = 0x0f });
+	for (uint64_t k = 0; k < 150; k++)
+		rig_append(g, 5000 + k, 0, C_MATCH_ID_ANY, C_LE_OP_PUT | C_LE_USE_ONCE, 64);
+	rig_put_check(g, 5003, 8); /* the list is indexed from its first search */
+	cr_assert(list_indexed(g));
+	struct nic_event ev[256];
+	for (uint32_t h = 0; h < NH; h++) {
+		put_hdr(g, 4 + h % 3, 100 + h, 8 + h, 0xabc000 + h, 0x1000ULL * h + 5);
+		/* between the headers: index links written, moved and dropped on the priority list */
+		if (h % 4 == 0)
+			rig_append(g, 6000 + h, 0, C_MATCH_ID_ANY, C_LE_OP_PUT | C_LE_USE_ONCE, 64);
+		if (h % 5 == 1)
+			rig_unlink(g, g->ref.n - 1 - (int)(h % 7)); /* near the tail: not an entry the Puts want */
+		if (h % 3 == 2)
+			rig_put_check(g, 5000 + 10 + h, 8);
+	}
+	sim_run(g->t.sim);
+	drain(&g->b, ev, 256);
+	cr_assert(list_indexed(g));
+	struct nic_pte_status st;
+	cr_assert_eq(nic_pte_status(g->b.nic, g->b.ptn, &st), 0);
+	cr_assert_eq(st.ule_count, NH);
+	uint64_t offs[NH];
+	cr_assert_eq(nic_pte_ule_offsets(g->b.nic, g->b.ptn, offs, NH), NH);
+	for (uint32_t h = 0; h < NH; h++)
+		cr_assert_eq(offs[h], 0x1000ULL * h + 5, "header %u: remote offset %#llx", h, (unsigned long long)offs[h]);
+	/* Receives for the headers, newest first: each takes its own. */
+	uint64_t at = (uint64_t)(uintptr_t)oflow, starts[NH];
+	for (uint32_t h = 0; h < NH; h++) {
+		starts[h] = at;
+		at += 8 + h;
+	}
+	for (uint32_t i = 0; i < NH; i++) {
+		uint32_t h = NH - 1 - i;
+		tgt(&g->b, NIC_CMD_TGT_APPEND,
+		    (struct nic_tgt_cmd){ .list = C_PTL_LIST_PRIORITY, .buffer_id = (uint16_t)(3000 + h),
+					  .le_flags = C_LE_OP_PUT | C_LE_USE_ONCE | C_LE_MANAGE_LOCAL,
+					  .ctn = NIC_NONE, .start = (uint64_t)(uintptr_t)g->buf, .length = 64,
+					  .match_id = C_MATCH_ID_ANY, .match_bits = 100 + h, .user_ptr = 0x500 + h });
+		sim_run(g->t.sim);
+		int n = drain(&g->b, ev, 256);
+		const struct nic_event *p = find_type(ev, n, C_EVENT_PUT_OVERFLOW);
+		cr_assert_not_null(p, "receive %u: no PUT_OVERFLOW", h);
+		cr_assert_eq(p->buffer_id, 3000 + h);
+		cr_assert_eq(p->match_bits, 100 + h);
+		cr_assert_eq(p->header_data, 0xabc000 + h, "header %u: header data %#llx", h,
+			     (unsigned long long)p->header_data);
+		cr_assert_eq(p->remote_offset, 0x1000ULL * h + 5);
+		cr_assert_eq(p->rlength, 8 + h);
+		cr_assert_eq(p->mlength, 8 + h);
+		cr_assert_eq(p->initiator, C_MATCH_ID(0, 4 + h % 3));
+		cr_assert_eq(p->vni, 10);
+		cr_assert_eq(p->start, starts[h], "header %u: its data in the overflow buffer", h);
+	}
+	cr_assert_eq(nic_pte_status(g->b.nic, g->b.ptn, &st), 0);
+	cr_assert_eq(st.ule_count, 0);
+	cr_assert_eq(list_count(g), (uint32_t)g->ref.n, "the receives were consumed, never linked");
+	rig_put_check(g, 5100, 8); /* the index still answers as the walk does */
+	tsim_free(&g->t);
+	free(g);
+}

@@ -608,3 +608,106 @@ static void close_at_every_stage(void (*mode)(struct sw_ep_attr *))
 Test(nic_records, close_at_every_stage_hardware) { close_at_every_stage(hw); }
 Test(nic_records, close_at_every_stage_software) { close_at_every_stage(sw); }
 Test(nic_records, close_at_every_stage_hybrid) { close_at_every_stage(hybrid); }
+
+/* ---------------------------------------------------------------- the header an unexpected record keeps */
+
+/* Unexpected records share the requests' pool (slots of a request's size) and keep the message header in
+ * the bytes a receive that waits for the data uses for its event: each completion reports its own tag,
+ * remote CQ data, length and source, whether its message waited at rest (software, request buffers), as a
+ * hardware header, or was taken before its data landed; and the per-type live counts stay apart. */
+static void send_data(struct rig *g, uint64_t len, uint64_t tag, uint64_t data)
+{
+	cr_assert_eq(sw_send(g->a.ep, (uint64_t)(uintptr_t)g_src, len, NULL, sw_ep_addr(g->r.ep), tag, data,
+			     FI_TAGGED | FI_REMOTE_CQ_DATA, (void *)(uintptr_t)(1000 + tag)),
+		     0);
+	g->sends++;
+}
+
+static void check_header(const struct tcomp *c, uint64_t len, uint64_t tag, uint64_t data)
+{
+	cr_assert_eq(c->c.err, 0);
+	cr_assert_eq(c->c.tag, tag, "tag %llu, expected %llu", (unsigned long long)c->c.tag, (unsigned long long)tag);
+	cr_assert_eq(c->c.len, len, "tag %llu: len %llu", (unsigned long long)tag, (unsigned long long)c->c.len);
+	cr_assert(c->c.flags & FI_REMOTE_CQ_DATA, "tag %llu: no CQ data", (unsigned long long)tag);
+	cr_assert_eq(c->c.data, data, "tag %llu: data %#llx", (unsigned long long)tag, (unsigned long long)c->c.data);
+}
+
+static void headers_at_rest(void (*mode)(struct sw_ep_attr *), uint32_t uxs)
+{
+	struct rig g;
+	rig_open(&g, mode);
+	for (uint64_t t = 1; t <= 4; t++)
+		send_data(&g, t == 2 ? 0 : SMALL + t, t, 0xda7a0000 + t);
+	sim_run(g.s.sim);
+	cr_assert_eq(g.a.n, 4, "the sends completed");
+	cr_assert_eq(sw_reqs_live(g.s.sim), 0, "no request is held: the records live are unexpected messages");
+	cr_assert_eq(sw_ux_live(g.s.sim), uxs);
+	check_live_matches_held(&g);
+	for (int t = 4; t >= 1; t--)
+		post_recv(&g, t, SMALL + 8, (uint64_t)t, FI_TAGGED);
+	finish_and_check(&g, 4);
+	for (size_t i = 0; i < 4; i++) {
+		uint64_t t = (uint64_t)(uintptr_t)g.r.comps[i].c.op_context - 2000;
+		check_header(&g.r.comps[i], t == 2 ? 0 : SMALL + t, t, 0xda7a0000 + t);
+	}
+	rig_close(&g);
+}
+
+Test(nic_records, header_kept_software) { headers_at_rest(sw, 4); }
+Test(nic_records, header_kept_hardware) { headers_at_rest(hw, 3); }
+
+Test(nic_records, header_of_a_receive_waiting_for_data)
+{
+	struct rig g;
+	rig_open_json(&g, SLOW_WRITES, hw);
+	g_landed_before = landed(&g);
+	send_data(&g, EAGER, 5, 0xfeed5);
+	cr_assert(run_until(&g, header_landed));
+	post_recv(&g, 0, EAGER, 5, FI_TAGGED);
+	cr_assert(run_until(&g, receive_waits), "the header came before its data");
+	finish_and_check(&g, 1);
+	check_header(&g.r.comps[0], EAGER, 5, 0xfeed5);
+	cr_assert_eq(memcmp(g_dst[0], g_src, EAGER), 0);
+	rig_close(&g);
+}
+
+/* ---------------------------------------------------------------- shared environments */
+
+static void small_rdzv(struct sw_ep_attr *a)
+{
+	hw(a);
+	a->env.rdzv_threshold = 4096;
+}
+
+/* Endpoints keep their own options and share one read-only copy of each distinct FI_CXI_* environment,
+ * resolved as each endpoint resolved its own (request buffer count, message offload). */
+Test(nic_records, endpoints_share_their_environment)
+{
+	struct tsim s = tsim_new("{\"fabric\": {\"topology\": \"direct\", \"endpoints\": 3}, \"nic\": {}}", 1);
+	struct tep a, b, c, d;
+	cr_assert_eq(tep_open(&a, &s, 0, hw), 0);
+	cr_assert_eq(tep_open(&b, &s, 1, hw), 0);
+	cr_assert_eq(tep_open(&c, &s, 2, small_rdzv), 0);
+	cr_assert_eq(tep_open(&d, &s, 0, sw), 0);
+	sim_run(s.sim);
+	cr_assert_eq(a.ep->env, b.ep->env, "the same environment: one copy");
+	cr_assert_neq(a.ep->env, c.ep->env);
+	cr_assert_neq(a.ep->env, d.ep->env);
+	cr_assert_eq(a.ep->env->rdzv_threshold, 256 * 1024);
+	cr_assert_eq(c.ep->env->rdzv_threshold, 4096);
+	cr_assert_eq(a.ep->env->req_buf_max_count, 8 * a.ep->env->req_buf_min_posted);
+	cr_assert(a.ep->env->msg_offload && !d.ep->env->msg_offload);
+	cr_assert_eq(d.ep->env->rx_match_mode, SW_MATCH_SOFTWARE);
+	cr_assert_eq(a.ep->attr.num_vnis, 1, "options are the endpoint's own");
+	cr_assert_eq(a.ep->attr.comp_ctx, &a);
+	cr_assert_eq(b.ep->attr.comp_ctx, &b);
+	tep_close(&d);
+	tep_close(&c);
+	tep_close(&b);
+	struct tep e;
+	cr_assert_eq(tep_open(&e, &s, 1, hw), 0);
+	cr_assert_eq(e.ep->env, a.ep->env, "still shared after the others closed");
+	tep_close(&e);
+	tep_close(&a);
+	tsim_free(&s);
+}
