@@ -48,14 +48,15 @@ struct sim {
 	struct stats *stats;
 	struct world_entry *world;
 	struct destroy_hook *hooks;
-	/* Prefetch hooks (sim_prefetch_hook), tried on the entry SIM_HOOK_AHEAD pops away; their second
-	 * stages (sim_prefetch_hook_next, NULL: none) on the next entry to run. */
+	/* Prefetch hooks (sim_prefetch_hook, sim_prefetch_hook_stage): stage k is tried on the entry
+	 * SIM_HOOK_AHEAD - k pops away. */
 	sim_fn pf_fn[SIM_PREFETCH_HOOKS];
-	sim_prefetch_fn pf[SIM_PREFETCH_HOOKS], pf_next[SIM_PREFETCH_HOOKS];
+	sim_prefetch_fn pf[SIM_PREFETCH_STAGES][SIM_PREFETCH_HOOKS]; /* NULL: no hook at that stage */
 	unsigned npf;
-	const void *pf_last; /* the entry last offered to a hook (pops from late lists leave the run as is) */
-	unsigned pf_last_i;  /* the hook it matched (SIM_PREFETCH_HOOKS: none) */
-	const void *pn_last; /* the entry last offered to a second stage */
+	/* Per stage, the entry last offered to it (pops from the late lists leave the run as is) and the hook
+	 * its handler matched (SIM_PREFETCH_HOOKS: none). */
+	const void *pf_last[SIM_PREFETCH_STAGES];
+	unsigned pf_last_i[SIM_PREFETCH_STAGES];
 	/* progress line state */
 	double prog_last_wall, prog_start_wall;
 	uint64_t prog_last_events;
@@ -185,61 +186,55 @@ static unsigned hook_slot(struct sim *s, sim_fn fn)
 	if (s->npf == SIM_PREFETCH_HOOKS)
 		return SIM_PREFETCH_HOOKS; /* only a hint: the handler runs as fast as without one */
 	s->pf_fn[s->npf] = fn;
-	s->pf[s->npf] = s->pf_next[s->npf] = NULL;
+	for (unsigned k = 0; k < SIM_PREFETCH_STAGES; k++)
+		s->pf[k][s->npf] = NULL;
 	return s->npf++;
 }
 
-void sim_prefetch_hook(struct sim *s, sim_fn fn, sim_prefetch_fn pf)
+void sim_prefetch_hook_stage(struct sim *s, sim_fn fn, unsigned stage, sim_prefetch_fn pf)
 {
 	unsigned i = hook_slot(s, fn);
-	if (i < SIM_PREFETCH_HOOKS)
-		s->pf[i] = pf;
+	if (i < SIM_PREFETCH_HOOKS && stage < SIM_PREFETCH_STAGES)
+		s->pf[stage][i] = pf;
 }
 
-void sim_prefetch_hook_next(struct sim *s, sim_fn fn, sim_prefetch_fn pf)
-{
-	unsigned i = hook_slot(s, fn);
-	if (i < SIM_PREFETCH_HOOKS)
-		s->pf_next[i] = pf;
-}
+void sim_prefetch_hook(struct sim *s, sim_fn fn, sim_prefetch_fn pf) { sim_prefetch_hook_stage(s, fn, 0, pf); }
 
 /* Called after a pop, when evq_ahead(k) is the event k + 1 pops away.  The queue prefetched an event's
- * object when it was 4 pops away (EVQ_PREFETCH_AHEAD); 3 pops away, with that line in cache, a hook
- * fetches the next level; 2 pops away its second stage the level after.  (At 106,496 clients, stages
- * at 2 and 1 or 3 and 2 pops, queue prefetch at 4 or 6, measured alike within the machine's noise, all
- * 10-15% fewer CPU seconds than no second stage.) */
-#ifndef SIM_HOOK_AHEAD
-#define SIM_HOOK_AHEAD 2
-#endif
-#ifndef SIM_HOOK_NEXT_AHEAD
-#define SIM_HOOK_NEXT_AHEAD 1
-#endif
-
-_Static_assert(SIM_HOOK_NEXT_AHEAD + 1 == SIM_HOOK_AHEAD, "the second stage takes the first stage's entry one pop later");
+ * object and pointer-like arg when it was EVQ_PREFETCH_AHEAD (5) pops away; 4 pops away, with those lines
+ * in cache, stage 0 of its handler's hook fetches the next level; 3 pops away stage 1 the level after,
+ * 2 pops away stage 2 (a pop ahead of a handler that costs ~1 us at a million endpoints: ample).  At
+ * 106,496 clients two stages at 3 and 2 or 2 and 1 pops, queue prefetch 4 or 6, measured alike within the
+ * machine's noise, all 10-15% fewer CPU seconds than one stage. */
+#define SIM_HOOK_AHEAD (SIM_PREFETCH_STAGES + 0) /* stage 0's entry: evq_ahead(SIM_HOOK_AHEAD) */
+_Static_assert(EVQ_PREFETCH_AHEAD > SIM_HOOK_AHEAD, "the queue's own prefetch comes before every stage");
 
 static inline void run_prefetch_hook(struct sim *s)
 {
-	/* Second stage first: its event runs sooner.  It gets the entry the first stage was offered one pop
-	 * ago, and only that one (so a second stage always follows its first; pops from the late lists leave
-	 * the run as it was, and nothing is offered twice).  The handler is compared again: the run may have
-	 * been refilled in between, and a hook must see only its own handler's events. */
-	const struct evq_entry *n = evq_ahead(&s->q, SIM_HOOK_NEXT_AHEAD);
-	if (n && n == s->pf_last && n != s->pn_last) {
-		s->pn_last = n;
-		unsigned i = s->pf_last_i;
-		if (i < s->npf && n->fn == s->pf_fn[i] && s->pf_next[i])
-			s->pf_next[i](n->obj, n->arg);
+	/* Later stages first: their events run sooner.  Stage k gets the entry stage k - 1 was offered one pop
+	 * ago, and only that one (so the stages of an entry come in order; pops from the late lists leave the
+	 * run as it was, and nothing is offered twice).  The handler is compared again: the run may have been
+	 * refilled in between, and a hook must see only its own handler's events. */
+	for (unsigned k = SIM_PREFETCH_STAGES - 1; k >= 1; k--) {
+		const struct evq_entry *n = evq_ahead(&s->q, SIM_HOOK_AHEAD - k);
+		if (!n || n != s->pf_last[k - 1] || n == s->pf_last[k])
+			continue;
+		unsigned i = s->pf_last_i[k - 1];
+		s->pf_last[k] = n;
+		s->pf_last_i[k] = i;
+		if (i < s->npf && n->fn == s->pf_fn[i] && s->pf[k][i])
+			s->pf[k][i](n->obj, n->arg);
 	}
 	const struct evq_entry *a = evq_ahead(&s->q, SIM_HOOK_AHEAD);
-	if (!a || a == s->pf_last)
+	if (!a || a == s->pf_last[0])
 		return;
-	s->pf_last = a;
-	s->pf_last_i = SIM_PREFETCH_HOOKS;
+	s->pf_last[0] = a;
+	s->pf_last_i[0] = SIM_PREFETCH_HOOKS;
 	for (unsigned i = 0; i < s->npf; i++)
 		if (a->fn == s->pf_fn[i]) {
-			s->pf_last_i = i;
-			if (s->pf[i])
-				s->pf[i](a->obj, a->arg);
+			s->pf_last_i[0] = i;
+			if (s->pf[0][i])
+				s->pf[0][i](a->obj, a->arg);
 			return;
 		}
 }

@@ -69,20 +69,21 @@ sim_timer sim_timer_start(struct sim *sim, simtime_t delay, sim_fn fn, void *obj
 bool sim_timer_cancel(struct sim *sim, sim_timer *h);
 bool sim_timer_pending(const sim_timer *h);
 
-/* A prefetch hook: when an event of handler `fn` is three events away from running, the run loop
- * calls pf(obj, arg), which may only issue prefetches (__builtin_prefetch) for the records the handler
- * will reach through obj and arg -- the second level of what the queue prefetches itself (the object and
- * a pointer-like arg, a few events ahead, so those are in cache by then).  It must not change any state:
+/* A prefetch hook: when an event of handler `fn` is four events away from running, the run loop calls
+ * pf(obj, arg), which may only issue prefetches (__builtin_prefetch) for the records the handler will
+ * reach through obj and arg -- the second level of what the queue prefetches itself (the object and a
+ * pointer-like arg, one pop earlier, so those are in cache by then).  It must not change any state:
  * results never depend on hooks.  At most SIM_PREFETCH_HOOKS handlers; registering one twice is harmless. */
 #define SIM_PREFETCH_HOOKS 16
 typedef void (*sim_prefetch_fn)(const void *obj, uint64_t arg);
 void sim_prefetch_hook(struct sim *sim, sim_fn fn, sim_prefetch_fn pf);
-/* A second stage for chains one level deeper: called for an event two events away from running, after
- * `fn`'s sim_prefetch_hook saw it three away, so what that hook prefetched may now be read to reach the
- * next level (e.g. a packet's switch record -> the output port's record -> its credit ring).  At a
- * million endpoints an event costs about a microsecond, ample to hide a DRAM miss issued an event
- * early.  Same rules: prefetches only, no state changes. */
-void sim_prefetch_hook_next(struct sim *sim, sim_fn fn, sim_prefetch_fn pf);
+/* Later stages, for chains that go deeper: stage k (1 .. SIM_PREFETCH_STAGES - 1) is called for the entry
+ * stage k - 1 saw, one pop later, so what that stage prefetched may now be read to reach the next level
+ * (a packet -> its switch record -> the output port's record -> its credit ring).  At a million endpoints
+ * an event costs about a microsecond, ample to hide a DRAM miss issued an event early.  Same rules:
+ * prefetches only, no state changes.  sim_prefetch_hook is stage 0. */
+#define SIM_PREFETCH_STAGES 3
+void sim_prefetch_hook_stage(struct sim *sim, sim_fn fn, unsigned stage, sim_prefetch_fn pf);
 
 void sim_set_limits(struct sim *sim, struct sim_limits lim);
 /* Progress line on stderr (virtual time, events/s, ETA), only drawn when stderr is a terminal. */

@@ -275,7 +275,15 @@ static uint32_t df_mtu_bytes(const struct fabric *f)
 	return ((const struct df *)f)->mtu;
 }
 
-static const struct fabric_ops df_ops = { df_attach, df_send, df_num, df_zero_load, df_wire_time, df_mtu_bytes };
+static void df_deliver_prefetch(struct fabric *f, fabric_deliver_fn fn, fabric_deliver_prefetch_fn pf)
+{
+	struct df *d = (struct df *)f;
+	d->rx_pf_fn = fn;
+	d->rx_pf = pf;
+}
+
+static const struct fabric_ops df_ops = { df_attach, df_send, df_num, df_zero_load, df_wire_time, df_mtu_bytes,
+					  df_deliver_prefetch };
 
 /* ---- build ---- */
 

@@ -293,6 +293,8 @@ struct df {
 	uint32_t chunk, chunk_threshold;
 	/* state */
 	struct df_attach *att;
+	fabric_deliver_fn rx_pf_fn;          /* deliveries to endpoints attached with this handler ... */
+	fabric_deliver_prefetch_fn rx_pf;    /* ... are prefetched by this hook (fabric_deliver_prefetch) */
 	struct df_ep **ep;
 	struct df_rsw **sw;
 	struct pool pkts, msgs, flows, fbs, acks;

@@ -565,7 +565,7 @@ static void deliver_prefetch(const void *obj, uint64_t arg)
 	__builtin_prefetch(msg->m);
 }
 
-/* ... one pop ahead: the receiving NIC's record. */
+/* ... one pop later: the receiving NIC's record ... */
 static void deliver_prefetch_next(const void *obj, uint64_t arg)
 {
 	const struct df *d = obj;
@@ -573,8 +573,19 @@ static void deliver_prefetch_next(const void *obj, uint64_t arg)
 	__builtin_prefetch(d->att[msg->m->dst].nic);
 }
 
+/* ... and one more: what the NIC's receive handler reaches from its record (fabric_deliver_prefetch). */
+static void deliver_prefetch_last(const void *obj, uint64_t arg)
+{
+	const struct df *d = obj;
+	const struct df_msg *msg = (const struct df_msg *)(uintptr_t)arg;
+	const struct df_attach *a = &d->att[msg->m->dst];
+	if (d->rx_pf && a->fn == d->rx_pf_fn)
+		d->rx_pf(a->nic, msg->m);
+}
+
 void df_endpoint_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, ev_deliver, deliver_prefetch);
-	sim_prefetch_hook_next(sim, ev_deliver, deliver_prefetch_next);
+	sim_prefetch_hook_stage(sim, ev_deliver, 1, deliver_prefetch_next);
+	sim_prefetch_hook_stage(sim, ev_deliver, 2, deliver_prefetch_last);
 }

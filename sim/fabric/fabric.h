@@ -43,6 +43,8 @@ struct fabric;
 
 /* Called (as an event of the destination) when a message has fully arrived. */
 typedef void (*fabric_deliver_fn)(struct sim *sim, void *nic, struct fabric_msg *m);
+/* A delivery's prefetch hook (see sim_prefetch_hook): may only prefetch what `fn` will touch for m. */
+typedef void (*fabric_deliver_prefetch_fn)(const void *nic, const struct fabric_msg *m);
 
 struct fabric_ops {
 	void (*attach)(struct fabric *f, uint32_t nic, fabric_deliver_fn fn, void *nic_obj);
@@ -58,6 +60,9 @@ struct fabric_ops {
 	 * host memory packet by packet, so the last packet's payload is what remains to write after the
 	 * message's last byte has arrived. */
 	uint32_t (*mtu_bytes)(const struct fabric *f);
+	/* Optional (may be NULL): shortly before a message is delivered to an endpoint attached with `fn`,
+	 * with that endpoint's record in cache, call pf(nic_obj, m) (a prefetch hook: changes nothing). */
+	void (*deliver_prefetch)(struct fabric *f, fabric_deliver_fn fn, fabric_deliver_prefetch_fn pf);
 };
 
 struct fabric {
@@ -73,6 +78,12 @@ static inline struct fabric *fabric_of(struct sim *sim)
 static inline void fabric_attach(struct fabric *f, uint32_t nic, fabric_deliver_fn fn, void *nic_obj)
 {
 	f->ops->attach(f, nic, fn, nic_obj);
+}
+
+static inline void fabric_deliver_prefetch(struct fabric *f, fabric_deliver_fn fn, fabric_deliver_prefetch_fn pf)
+{
+	if (f->ops->deliver_prefetch)
+		f->ops->deliver_prefetch(f, fn, pf);
 }
 
 static inline void fabric_send(struct sim *sim, struct fabric *f, struct fabric_msg *m)

@@ -271,5 +271,5 @@ static void eq_publish_prefetch_next(const void *obj, uint64_t arg)
 void nic_eq_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, eq_publish, eq_publish_prefetch);
-	sim_prefetch_hook_next(sim, eq_publish, eq_publish_prefetch_next);
+	sim_prefetch_hook_stage(sim, eq_publish, 1, eq_publish_prefetch_next);
 }

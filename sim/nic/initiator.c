@@ -421,9 +421,20 @@ static void send_now_prefetch(const void *obj, uint64_t arg)
 	(void)arg;
 	__builtin_prefetch(&NIC_C(nic, pkts_tx));
 	__builtin_prefetch(&NIC_C(nic, tx_bytes));
+	__builtin_prefetch(nic->sct);
+}
+
+/* ... one pop ahead: the source connection table's lines for this packet (a request opens or refreshes
+ * its connection). */
+static void send_now_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct nic_pkt *p = (const struct nic_pkt *)(uintptr_t)arg;
+	if (p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO)
+		nic_pct_sct_prefetch(obj, p);
 }
 
 void nic_initiator_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, send_now, send_now_prefetch);
+	sim_prefetch_hook_stage(sim, send_now, 1, send_now_prefetch_next);
 }

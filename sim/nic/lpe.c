@@ -1043,8 +1043,43 @@ static void pe_run_prefetch_next(const void *obj, uint64_t arg)
 		__builtin_prefetch(pe->q[pe->qhead], 1);
 }
 
+/* ... and one pop later, with the work item in cache: a request's packet, or a target command's PtlTE
+ * table entry. */
+static void pe_run_prefetch_last(const void *obj, uint64_t arg)
+{
+	const struct nic *nic = obj;
+	const struct nic_pe *pe = &nic->pe[arg & (C_PE_COUNT - 1)];
+	if (!pe->qlen)
+		return;
+	const struct nic_work *w = pe->q[pe->qhead];
+	if (w->kind == WORK_PKT)
+		__builtin_prefetch(w->pkt);
+	else if (w->cmd.tgt.ptn < nic->ptes.n)
+		__builtin_prefetch(&nic->ptes.rec[w->cmd.tgt.ptn]);
+}
+
+/* A message about to be delivered (the fabric's fabric_deliver_prefetch, NIC record in cache): the receive
+ * counters; for a request, the target connection table and the PtlTE map slot it resolves through; for a
+ * response, the initiator's transaction record. */
+static void lpe_rx_prefetch(const void *obj, const struct fabric_msg *m)
+{
+	const struct nic *nic = obj;
+	const struct nic_pkt *p = (const struct nic_pkt *)m;
+	__builtin_prefetch(&NIC_C(nic, pkts_rx), 1);
+	if (p->type == PKT_ACK || p->type == PKT_REPLY || p->type == PKT_NACK) {
+		__builtin_prefetch(p->op);
+		return;
+	}
+	__builtin_prefetch(nic->tct);
+	nic_pte_resolve_prefetch(nic, m->vni, p->dst_pid, p->index);
+}
+
 void nic_lpe_prefetch_hooks(struct sim *sim)
 {
+	struct fabric *f = fabric_of(sim);
+	if (f)
+		fabric_deliver_prefetch(f, nic_lpe_rx, lpe_rx_prefetch);
+	sim_prefetch_hook_stage(sim, pe_run, 2, pe_run_prefetch_last);
 	sim_prefetch_hook(sim, pe_run, pe_run_prefetch);
-	sim_prefetch_hook_next(sim, pe_run, pe_run_prefetch_next);
+	sim_prefetch_hook_stage(sim, pe_run, 1, pe_run_prefetch_next);
 }

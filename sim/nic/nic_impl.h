@@ -481,6 +481,8 @@ struct nic_pte *nic_pte_lookup(struct nic *nic, uint32_t ptn);
 /* Resolve a packet's (vni, pid, index); returns the PtlTE or NULL with *rc set. */
 struct nic_pte *nic_pte_resolve(struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index, bool loopback,
 				uint8_t *rc);
+/* Prefetch hooks' helper: the (vni, pid, index) map slot nic_pte_resolve will read first. */
+void nic_pte_resolve_prefetch(const struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index);
 void nic_le_list_append(struct nic_le_list *l, struct nic_le *le);
 void nic_le_list_remove(struct nic_le_list *l, struct nic_le *le);
 void nic_le_free(struct nic *nic, struct nic_le *le);
@@ -501,6 +503,9 @@ void nic_send_nack(struct nic *nic, struct nic_pkt *req);
 struct nic_pct_table;
 bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p);
 int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p);
+/* Prefetch hooks' helper: the lines nic_pct_sct_use will touch for this packet, given that the NIC record
+ * and the table record are in cache (only prefetches; nothing changes). */
+void nic_pct_sct_prefetch(const struct nic *nic, const struct nic_pkt *p);
 void nic_pct_free(struct nic *nic);
 uint64_t nic_pct_bytes(const struct nic *nic); /* the connection tables' bytes (memory accounting) */
 /* One connection table on its own (tests): a use of class `key` at `now` returns 1 if it opened a connection,

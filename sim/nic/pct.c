@@ -197,6 +197,23 @@ bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p)
 	return r == 1;
 }
 
+/* The connection's home slot, the FIFO's tail (where this use goes) and head (what expires first). */
+static void table_prefetch(const struct nic_pct_table *t, uint64_t key)
+{
+	if (t->cap)
+		__builtin_prefetch(&t->slots[(uint32_t)mix(key + 1) & (t->cap - 1)], 1);
+	if (t->fcap) {
+		__builtin_prefetch(&t->fifo[(t->fhead + t->flen) % t->fcap], 1);
+		__builtin_prefetch(&t->fifo[t->fhead]);
+	}
+}
+
+void nic_pct_sct_prefetch(const struct nic *nic, const struct nic_pkt *p)
+{
+	if (nic->active && nic->sct)
+		table_prefetch(nic->sct, conn_class(nic, p->msg.dst, p->dst_pid, p->index));
+}
+
 /* Returns -1 when the request is refused (no TCT left), 1 when it opened a target connection, else 0. */
 int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
 {

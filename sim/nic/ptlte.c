@@ -273,6 +273,15 @@ int nic_pte_unmap(struct nic_lni *lni, uint32_t ptn, uint16_t vni, uint32_t pid,
 	return 0;
 }
 
+void nic_pte_resolve_prefetch(const struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index)
+{
+	if (!nic->map_cap)
+		return;
+	uint32_t i = (uint32_t)(mix(map_key(vni, pid, index)) & (nic->map_cap - 1));
+	__builtin_prefetch(&nic->map_keys[i]);
+	__builtin_prefetch(&nic->map_vals[i]);
+}
+
 struct nic_pte *nic_pte_resolve(struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index, bool loopback,
 				uint8_t *rc)
 {

@@ -535,6 +535,20 @@ static void arrive_prefetch_next(const void *obj, uint64_t arg)
 		__builtin_prefetch(&up->cr[(up->cr_head + up->cr_n - 1) & up->cr_mask], 1);
 }
 
+/* ... and one pop later, with the port's first line in cache: its credit ring's head (arrived credits are
+ * taken in first). */
+static void arrive_prefetch_last(const void *obj, uint64_t arg)
+{
+	const struct df *d = obj;
+	const struct df_pkt *pkt = (const struct df_pkt *)(uintptr_t)arg;
+	const struct df_rsw *s = d->sw[pkt->sw];
+	if (!s || !(pkt->flags & DF_PKT_ROUTED))
+		return;
+	const struct df_oport *op = s->port[arrive_out(d, pkt)];
+	if (op && op->cr && op->cr_n)
+		__builtin_prefetch(&op->cr[op->cr_head & op->cr_mask]);
+}
+
 /* df_ev_kick(port, gen), two pops ahead (the queue fetched the port's first line four pops ahead): the
  * classes with queued bytes, the credit ring's head, an injection port's endpoint. */
 static void kick_prefetch(const void *obj, uint64_t arg)
@@ -566,7 +580,8 @@ static void kick_prefetch_next(const void *obj, uint64_t arg)
 void df_switch_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, df_ev_kick, kick_prefetch);
-	sim_prefetch_hook_next(sim, df_ev_kick, kick_prefetch_next);
+	sim_prefetch_hook_stage(sim, df_ev_kick, 1, kick_prefetch_next);
 	sim_prefetch_hook(sim, df_ev_arrive, arrive_prefetch);
-	sim_prefetch_hook_next(sim, df_ev_arrive, arrive_prefetch_next);
+	sim_prefetch_hook_stage(sim, df_ev_arrive, 1, arrive_prefetch_next);
+	sim_prefetch_hook_stage(sim, df_ev_arrive, 2, arrive_prefetch_last);
 }
