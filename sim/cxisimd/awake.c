@@ -12,14 +12,15 @@
  *
  * Off by default, for what it costs: SCHED_IDLE only ranks a thread within its scheduling group, and with
  * autogroups (one group per session) the daemon's session then competes with other sessions at full
- * weight whenever a spinner is runnable (~50% of both cores taken from other sessions' jobs here); and
- * under CPU hogs fi_pingpong's wall time grew by 20-50% (as threads of the daemon and as a process of
- * their own, waited for or not), which is not explained either.
+ * weight whenever a spinner is runnable (~50% of both cores taken from other sessions' jobs here).
  *
  * The spinners are a small process of their own (this binary started with AWAKE_ARG): posix_spawn (no copy
- * of a large daemon's page tables), SCHED_IDLE from the start; it dies with the daemon (PR_SET_PDEATHSIG)
- * and is killed, not waited for, when the last process detaches (an idle-class process needs CPU time to
- * die, which CPU hogs leave it only now and then). */
+ * of a large daemon's page tables); it takes SCHED_IDLE itself at once, dies with the daemon
+ * (PR_SET_PDEATHSIG) and is killed, not waited for, when the last process detaches.  The daemon never waits
+ * for an idle-class task: one gets CPU time only when the cores have nothing else to do, so under CPU hogs
+ * every such wait (joining spinner threads, waiting for the killed process, a spawn whose child was
+ * SCHED_IDLE before its execve) stood the emulation still: fi_pingpong's wall time under 2 hogs grew
+ * 15-60%, and sanitized test runs hung. */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -99,15 +100,11 @@ void awake_attach(struct daemon *d)
 	char parent[24];
 	snprintf(parent, sizeof(parent), "%d", (int)getpid());
 	char *argv[] = { "cxisimd", AWAKE_ARG, parent, NULL };
-	/* SCHED_IDLE from the start, so that even its start-up competes with nobody. */
-	posix_spawnattr_t sa;
-	struct sched_param sp = { 0 };
-	posix_spawnattr_init(&sa);
-	if (!posix_spawnattr_setschedpolicy(&sa, SCHED_IDLE) && !posix_spawnattr_setschedparam(&sa, &sp))
-		posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSCHEDULER);
-	int err = posix_spawn(&awake_pid, "/proc/self/exe", NULL, &sa, argv, environ);
-	posix_spawnattr_destroy(&sa);
-	if (err) {
+	/* Spawned in the daemon's class: posix_spawn suspends the daemon until the child has called execve, and
+	 * a child already SCHED_IDLE (POSIX_SPAWN_SETSCHEDULER) got there only when the cores had nothing else to
+	 * do -- under CPU hogs, or a loaded machine, the daemon stood still (test runs hung for minutes).  The
+	 * child takes SCHED_IDLE itself, first thing. */
+	if (posix_spawn(&awake_pid, "/proc/self/exe", NULL, NULL, argv, environ)) {
 		awake_pid = 0;
 		fprintf(stderr, "cxisimd: keep_cores_awake: cannot start the spinners\n");
 		return;

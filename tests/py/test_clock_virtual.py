@@ -140,9 +140,11 @@ def test_fi_pingpong_prints_the_model_and_ignores_host_load():
 def daemon_threads_script(pingpong):
     """Shell lines: the scheduling classes of the threads of the daemon and of its children (ps's CLS: TS
     normal, IDL SCHED_IDLE, B batch), sampled every 20 ms while the fi_pingpong pair runs ('during:'
-    lines), then once both processes have gone and the daemon has seen them go (up to 10 s; 'after:')."""
-    return ('dpid=$(pgrep -f -- "--socket $CXISIM_SOCKET" | head -1)\n'
-            'classes() { ps -L -o cls= -p "$dpid" --ppid "$dpid" | sort | uniq -c | tr -s " \\n" " "; }\n'
+    lines), then once both processes have gone and the daemon has seen them go (up to 10 s; 'after:').  pgrep,
+    ps and its pipe run without LD_PRELOAD (pgrep never returned with the sanitizer runtimes preloaded)."""
+    return ('dpid=$( (unset LD_PRELOAD; pgrep -f -- "--socket $CXISIM_SOCKET") | head -1)\n'
+            'classes() { (unset LD_PRELOAD; ps -L -o cls= -p "$dpid" --ppid "$dpid" | sort | uniq -c |\n'
+            '            tr -s " \\n" " "); }\n'
             '(while :; do echo "during: $(classes)"; sleep 0.02; done) &\nsampler=$!\n'
             f"{pingpong}rc=$?\nwait $srv\nkill $sampler\nwait $sampler 2>/dev/null\n"
             'for _ in $(seq 100); do classes | grep -q IDL || break; sleep 0.1; done\n'
@@ -157,7 +159,7 @@ def test_cores_kept_awake_while_processes_are_attached(tmp_path, sets, spinners)
     (threads of a child process), so the cores never go idle; never a spinner of a class that competes with
     anyone, none once the processes have gone, none by default or with cpu_scale 0 (nothing charged).
     metrics.json counts them (emulation.awake_spinners)."""
-    args = "-p cxi -e rdm -S 8 -I 20000"
+    args = "-p cxi -e rdm -S 8 -I 3000"
     r = cxisim_exec(["bash", "-c", daemon_threads_script(pingpong_pair(args, args))], sets=sets,
                     out=tmp_path / "run", timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
