@@ -91,7 +91,7 @@ static struct df_ep *ep_get(struct df *d, uint32_t id)
 		return e;
 	/* The endpoint and its injection port in one block: every send touches both. */
 	size_t head = (sizeof(*e) + 63) & ~(size_t)63;
-	e = df_alloc_aligned(head + d->port_bytes);
+	e = arena_alloc(&d->recs, head + d->port_bytes);
 	e->id = id;
 	e->sw = id / d->p;
 	e->tx = df_oport_init(d, (char *)e + head, DF_OP_INJECT, e, id % d->p);
