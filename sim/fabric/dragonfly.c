@@ -283,7 +283,7 @@ static void df_deliver_prefetch(struct fabric *f, fabric_deliver_fn fn, fabric_d
 }
 
 static const struct fabric_ops df_ops = { df_attach, df_send, df_num, df_zero_load, df_wire_time, df_mtu_bytes,
-					  df_deliver_prefetch };
+					  df_deliver_prefetch, df_send_prefetch };
 
 /* ---- build ---- */
 

@@ -379,6 +379,9 @@ void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg);
  * delivered message's NIC packet. */
 void df_switch_prefetch_hooks(struct sim *sim);
 void df_endpoint_prefetch_hooks(struct sim *sim);
+/* fabric_send_prefetch: the source endpoint's slot in the endpoint table, then its record, then its flow
+ * table slot for the message's (destination, class). */
+void df_send_prefetch(const struct fabric *f, const struct fabric_msg *m, unsigned stage);
 void df_ev_kick(struct sim *sim, void *obj, uint64_t arg);
 /* Credits for a unit of `wire` bytes on VC vc: take shared space first, then the VC's reserved slot. */
 static inline bool df_credit_ok(const struct df_otc *t, uint32_t vc, uint32_t wire)

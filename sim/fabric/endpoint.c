@@ -583,6 +583,24 @@ static void deliver_prefetch_last(const void *obj, uint64_t arg)
 		d->rx_pf(a->nic, msg->m);
 }
 
+void df_send_prefetch(const struct fabric *f, const struct fabric_msg *m, unsigned stage)
+{
+	const struct df *d = (const struct df *)f;
+	if (m->src >= d->nep)
+		return;
+	if (stage == 0) {
+		__builtin_prefetch(&d->ep[m->src]);
+		return;
+	}
+	const struct df_ep *e = d->ep[m->src];
+	if (!e)
+		return;
+	if (stage == 1)
+		__builtin_prefetch(e);
+	else if (e->ft)
+		__builtin_prefetch(&e->ft[ft_slot(ft_key(m->dst, m->tc), e->ft_mask)]);
+}
+
 void df_endpoint_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, ev_deliver, deliver_prefetch);
