@@ -1,6 +1,7 @@
 #include "pool.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -55,4 +56,43 @@ void pool_free_all(struct pool *p)
 size_t pool_bytes(const struct pool *p)
 {
 	return p->nslabs * ((p->obj_size * p->per_slab + 63) & ~(size_t)63) + p->slabs_cap * sizeof(*p->slabs);
+}
+
+enum { ARENA_CHUNK = 2u << 20 };
+
+void *arena_alloc(struct arena *a, size_t bytes)
+{
+	bytes = (bytes + 63) & ~(size_t)63;
+	if (bytes > ARENA_CHUNK)
+		die("arena: a %zu-byte record is larger than a chunk", bytes);
+	if (!a->cur || (size_t)(a->end - a->cur) < bytes) {
+		char *c = aligned_alloc(ARENA_CHUNK, ARENA_CHUNK);
+		if (!c)
+			die("out of memory (%u bytes)", (unsigned)ARENA_CHUNK);
+		memset(c, 0, ARENA_CHUNK);
+		if (a->nchunks == a->cap) {
+			a->cap = a->cap ? 2 * a->cap : 16;
+			a->chunks = xrealloc(a->chunks, a->cap * sizeof(*a->chunks));
+		}
+		a->chunks[a->nchunks++] = c;
+		a->cur = c;
+		a->end = c + ARENA_CHUNK;
+	}
+	void *p = a->cur;
+	a->cur += bytes;
+	a->used += bytes;
+	return p;
+}
+
+void arena_free(struct arena *a)
+{
+	for (size_t i = 0; i < a->nchunks; i++)
+		free(a->chunks[i]);
+	free(a->chunks);
+	memset(a, 0, sizeof(*a));
+}
+
+size_t arena_bytes(const struct arena *a)
+{
+	return a->nchunks * (size_t)ARENA_CHUNK + a->cap * sizeof(*a->chunks);
 }

@@ -111,7 +111,7 @@ static uint32_t direct_mtu_bytes(const struct fabric *f)
 }
 
 static const struct fabric_ops direct_ops = { direct_attach, direct_send, direct_num, direct_zero_load,
-					      direct_wire_time, direct_mtu_bytes, NULL };
+					      direct_wire_time, direct_mtu_bytes, NULL, NULL };
 
 void direct_memory(struct sim *sim, struct mem_report *r);
 void direct_memory(struct sim *sim, struct mem_report *r)

@@ -283,7 +283,7 @@ static void df_deliver_prefetch(struct fabric *f, fabric_deliver_fn fn, fabric_d
 }
 
 static const struct fabric_ops df_ops = { df_attach, df_send, df_num, df_zero_load, df_wire_time, df_mtu_bytes,
-					  df_deliver_prefetch };
+					  df_deliver_prefetch, df_send_prefetch };
 
 /* ---- build ---- */
 
@@ -321,6 +321,7 @@ void df_memory(struct sim *sim, struct mem_report *r)
 			(uint64_t)d->g * sizeof(*d->gid);
 	if (d->gwtab)
 		core += (uint64_t)d->g * d->g * d->lpp * 2;
+	core += arena_bytes(&d->recs) - d->recs.used; /* the arena's unused tail and chunk table */
 	mem_add(r, "fabric.switch", d->switches_alloc, sw);
 	mem_unit(r, "switch", d->switches_alloc, sw);
 	mem_add(r, "fabric.endpoint", d->eps_alloc, ep);
@@ -338,17 +339,16 @@ static void df_free(void *obj)
 		if (!s)
 			continue;
 		for (uint32_t p = 0; p < d->radix; p++)
-			df_oport_release(d, s->port[p], true);
-		free(s);
+			df_oport_release(d, s->port[p]);
 	}
 	for (uint32_t i = 0; i < d->nep; i++) {
 		struct df_ep *e = d->ep[i];
 		if (!e)
 			continue;
-		df_oport_release(d, e->tx, false);
+		df_oport_release(d, e->tx);
 		free(e->ft);
-		free(e);
 	}
+	arena_free(&d->recs);
 	pool_free_all(&d->pkts);
 	pool_free_all(&d->msgs);
 	pool_free_all(&d->flows);

@@ -298,6 +298,7 @@ struct df {
 	struct df_ep **ep;
 	struct df_rsw **sw;
 	struct pool pkts, msgs, flows, fbs, acks;
+	struct arena recs;      /* switch records, their ports, endpoints with their injection ports */
 	size_t port_bytes;          /* size of one df_oport */
 	uint64_t ports_alloc, switches_alloc, eps_alloc;
 	struct df_counters c;
@@ -368,17 +369,19 @@ static inline uint32_t df_next_port(const struct df *d, const struct df_rsw *s, 
 /* --- rosetta.c --- */
 struct df_rsw *df_switch(struct df *d, uint32_t id);
 struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port);
-/* A port at `mem` (df->port_bytes, 64-byte aligned), or a new allocation if mem is NULL. */
+/* A port at `mem` (df->port_bytes, 64-byte aligned), or a new one from the fabric's arena if mem is NULL. */
 struct df_oport *df_oport_init(struct df *d, void *mem, enum df_port_kind kind, void *owner, uint32_t port);
-/* Free what the port owns; `self`: and the port itself. */
-void df_oport_release(struct df *d, struct df_oport *op, bool self);
-void *df_alloc_aligned(size_t bytes);
+/* Free what the port owns (the port itself is the arena's or its endpoint's). */
+void df_oport_release(struct df *d, struct df_oport *op);
 uint32_t df_port_depth(struct df *d, const struct df_rsw *s, uint32_t port, uint32_t tc);
 void df_ev_arrive(struct sim *sim, void *obj, uint64_t arg);
 /* Prefetch hooks (sim_prefetch_hook) of the busiest fabric handlers: a packet's next switch record, a
  * delivered message's NIC packet. */
 void df_switch_prefetch_hooks(struct sim *sim);
 void df_endpoint_prefetch_hooks(struct sim *sim);
+/* fabric_send_prefetch: the source endpoint's slot in the endpoint table, then its record, then its flow
+ * table slot for the message's (destination, class). */
+void df_send_prefetch(const struct fabric *f, const struct fabric_msg *m, unsigned stage);
 void df_ev_kick(struct sim *sim, void *obj, uint64_t arg);
 /* Credits for a unit of `wire` bytes on VC vc: take shared space first, then the VC's reserved slot. */
 static inline bool df_credit_ok(const struct df_otc *t, uint32_t vc, uint32_t wire)

@@ -91,7 +91,7 @@ static struct df_ep *ep_get(struct df *d, uint32_t id)
 		return e;
 	/* The endpoint and its injection port in one block: every send touches both. */
 	size_t head = (sizeof(*e) + 63) & ~(size_t)63;
-	e = df_alloc_aligned(head + d->port_bytes);
+	e = arena_alloc(&d->recs, head + d->port_bytes);
 	e->id = id;
 	e->sw = id / d->p;
 	e->tx = df_oport_init(d, (char *)e + head, DF_OP_INJECT, e, id % d->p);
@@ -581,6 +581,24 @@ static void deliver_prefetch_last(const void *obj, uint64_t arg)
 	const struct df_attach *a = &d->att[msg->m->dst];
 	if (d->rx_pf && a->fn == d->rx_pf_fn)
 		d->rx_pf(a->nic, msg->m);
+}
+
+void df_send_prefetch(const struct fabric *f, const struct fabric_msg *m, unsigned stage)
+{
+	const struct df *d = (const struct df *)f;
+	if (m->src >= d->nep)
+		return;
+	if (stage == 0) {
+		__builtin_prefetch(&d->ep[m->src]);
+		return;
+	}
+	const struct df_ep *e = d->ep[m->src];
+	if (!e)
+		return;
+	if (stage == 1)
+		__builtin_prefetch(e);
+	else if (e->ft)
+		__builtin_prefetch(&e->ft[ft_slot(ft_key(m->dst, m->tc), e->ft_mask)]);
 }
 
 void df_endpoint_prefetch_hooks(struct sim *sim)

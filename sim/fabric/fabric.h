@@ -63,6 +63,9 @@ struct fabric_ops {
 	/* Optional (may be NULL): shortly before a message is delivered to an endpoint attached with `fn`,
 	 * with that endpoint's record in cache, call pf(nic_obj, m) (a prefetch hook: changes nothing). */
 	void (*deliver_prefetch)(struct fabric *f, fabric_deliver_fn fn, fabric_deliver_prefetch_fn pf);
+	/* Optional (may be NULL): for a sender's prefetch hook, stage k (0, 1, 2: one pop apart, see
+	 * sim_prefetch_hook_stage) of what fabric_send(m) will touch first.  Prefetches only. */
+	void (*send_prefetch)(const struct fabric *f, const struct fabric_msg *m, unsigned stage);
 };
 
 struct fabric {
@@ -84,6 +87,12 @@ static inline void fabric_deliver_prefetch(struct fabric *f, fabric_deliver_fn f
 {
 	if (f->ops->deliver_prefetch)
 		f->ops->deliver_prefetch(f, fn, pf);
+}
+
+static inline void fabric_send_prefetch(const struct fabric *f, const struct fabric_msg *m, unsigned stage)
+{
+	if (f->ops->send_prefetch)
+		f->ops->send_prefetch(f, m, stage);
 }
 
 static inline void fabric_send(struct sim *sim, struct fabric *f, struct fabric_msg *m)

@@ -350,9 +350,13 @@ static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 		else
 			nic_tx_submit(nic, w);
 	}
-	/* A burst (a server posting its initial receives) grew the ring: give it back once drained. */
+	/* A burst grew the ring: give it back once drained -- all of it after a server posted its initial
+	 * receives, all but 4 entries after a client endpoint's start (its receives and buffers at once: 16
+	 * entries that stayed on each of a million target queues; one command at a time follows). */
 	if (!q->n && q->cap > 64)
 		cmdq_resize(q, 0);
+	else if (!q->n && q->cap > 4)
+		cmdq_resize(q, 4);
 	if (q->space_wanted && q->on_space) {
 		q->space_wanted = false;
 		q->on_space(q->space_ctx, q);

@@ -422,19 +422,30 @@ static void send_now_prefetch(const void *obj, uint64_t arg)
 	__builtin_prefetch(&NIC_C(nic, pkts_tx));
 	__builtin_prefetch(&NIC_C(nic, tx_bytes));
 	__builtin_prefetch(nic->sct);
+	fabric_send_prefetch(nic->fabric, &((const struct nic_pkt *)(uintptr_t)arg)->msg, 0);
 }
 
 /* ... one pop ahead: the source connection table's lines for this packet (a request opens or refreshes
  * its connection). */
 static void send_now_prefetch_next(const void *obj, uint64_t arg)
 {
+	const struct nic *nic = obj;
 	const struct nic_pkt *p = (const struct nic_pkt *)(uintptr_t)arg;
 	if (p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO)
-		nic_pct_sct_prefetch(obj, p);
+		nic_pct_sct_prefetch(nic, p);
+	fabric_send_prefetch(nic->fabric, &p->msg, 1);
+}
+
+/* ... and one more: the fabric's next level (fabric_send_prefetch). */
+static void send_now_prefetch_last(const void *obj, uint64_t arg)
+{
+	const struct nic *nic = obj;
+	fabric_send_prefetch(nic->fabric, &((const struct nic_pkt *)(uintptr_t)arg)->msg, 2);
 }
 
 void nic_initiator_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, send_now, send_now_prefetch);
 	sim_prefetch_hook_stage(sim, send_now, 1, send_now_prefetch_next);
+	sim_prefetch_hook_stage(sim, send_now, 2, send_now_prefetch_last);
 }

@@ -93,6 +93,12 @@ static uint32_t max_eager(const struct sw_ep *ep)
 	return ep->env->rdzv_threshold + ep->env->rdzv_get_min;
 }
 
+/* A buffer's size (the environment is the endpoint's for its life). */
+static uint64_t buf_size(const struct sw_ep *ep, uint8_t list)
+{
+	return list == C_PTL_LIST_OVERFLOW ? ep->env->oflow_buf_size : ep->env->req_buf_size;
+}
+
 static struct sw_buf **pool_head(struct sw_ep *ep, uint8_t list)
 {
 	return list == C_PTL_LIST_OVERFLOW ? &ep->oflow : &ep->reqbuf;
@@ -114,7 +120,7 @@ static void buf_link(struct sw_ep *ep, struct sw_buf *b)
 	b->consumed = 0;
 	(*linked_count(ep, b->list))++;
 	ep->host.buf_appends++;
-	sw_append(ep, ep->rx_ptn, b->list, b->id, flags, b->addr, b->size, max_eager(ep), C_MATCH_ID_ANY, 0, ~0ULL, b);
+	sw_append(ep, ep->rx_ptn, b->list, b->id, flags, b->addr, buf_size(ep, b->list), max_eager(ep), C_MATCH_ID_ANY, 0, ~0ULL, b);
 }
 
 static struct sw_buf *buf_new(struct sw_ep *ep, uint8_t list)
@@ -124,8 +130,7 @@ static struct sw_buf *buf_new(struct sw_ep *ep, uint8_t list)
 	b->ep = ep;
 	b->list = list;
 	b->id = ep->next_buf_id++;
-	b->size = list == C_PTL_LIST_OVERFLOW ? ep->env->oflow_buf_size : ep->env->req_buf_size;
-	b->addr = sw_priv_alloc(ep, b->size);
+	b->addr = sw_priv_alloc(ep, buf_size(ep, list));
 	ep->host.kernel_calls++; /* the new buffer is mapped for the NIC */
 	b->next = *pool_head(ep, list);
 	*pool_head(ep, list) = b;

@@ -103,17 +103,19 @@ struct sw_ux_list {
 
 /* Overflow or request buffer. */
 struct sw_buf {
-	/* Small fields together (nine buffers per client endpoint: 56 bytes, not 72). */
+	/* Small fields together, and no size: it is the endpoint's environment's for the list (nine buffers per
+	 * client endpoint: 48 bytes, not 72). */
 	struct sw_obj obj;
 	uint8_t list;
 	uint16_t id;
 	bool linked;
 	struct sw_ep *ep;
 	struct sw_buf *next;
-	uint64_t addr, size;
+	uint64_t addr;
 	uint64_t unlink_length;   /* bytes used when the NIC retired it; UINT64_MAX while linked */
 	uint64_t consumed;        /* bytes whose message software has finished with */
 };
+_Static_assert(sizeof(struct sw_buf) <= 48, "a buffer record grew: nine per client endpoint");
 
 /* A rendezvous message being received (hardware or software Get in flight).  Held by its receive
  * (recv->rmsgs) until its last event; a software Get waiting for a slot is also on ep->sw_get_wait. */

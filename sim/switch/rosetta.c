@@ -32,7 +32,7 @@ struct df_rsw *df_switch(struct df *d, uint32_t id)
 	struct df_rsw *s = d->sw[id];
 	if (__builtin_expect(s != NULL, 1))
 		return s;
-	s = xcalloc(1, sizeof(*s) + d->radix * sizeof(s->port[0]));
+	s = arena_alloc(&d->recs, sizeof(*s) + d->radix * sizeof(s->port[0]));
 	s->id = id;
 	s->group = df_group_of_sw(d, id);
 	s->idx = df_idx_of_sw(d, id);
@@ -42,19 +42,9 @@ struct df_rsw *df_switch(struct df *d, uint32_t id)
 	return s;
 }
 
-void *df_alloc_aligned(size_t bytes)
-{
-	bytes = (bytes + 63) & ~(size_t)63;
-	void *p = aligned_alloc(64, bytes);
-	if (!p)
-		die("out of memory (%zu bytes)", bytes);
-	memset(p, 0, bytes);
-	return p;
-}
-
 struct df_oport *df_oport_init(struct df *d, void *mem, enum df_port_kind kind, void *owner, uint32_t port)
 {
-	struct df_oport *op = mem ? mem : df_alloc_aligned(d->port_bytes);
+	struct df_oport *op = mem ? mem : arena_alloc(&d->recs, d->port_bytes);
 	op->df = d;
 	op->cr_next = SIM_TIME_MAX;
 	op->kind = (uint8_t)kind;
@@ -78,15 +68,13 @@ struct df_oport *df_oport_init(struct df *d, void *mem, enum df_port_kind kind, 
 	return op;
 }
 
-void df_oport_release(struct df *d, struct df_oport *op, bool self)
+void df_oport_release(struct df *d, struct df_oport *op)
 {
 	if (!op)
 		return;
 	for (uint32_t t = 0; t < d->ntc; t++)
 		free(op->tc[t].vq);
 	free(op->cr);
-	if (self)
-		free(op);
 }
 
 struct df_oport *df_port(struct df *d, struct df_rsw *s, uint32_t port)

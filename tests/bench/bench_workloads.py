@@ -217,7 +217,8 @@ def scale():
         memory_lines(r.runinfo.get("memory", {}))
         print(f"aurora-full {strategy}: wall {wall / 60:.1f} min (target < 10) {verdict(wall < 600)}, peak RSS "
               f"{rss:.2f} GB (target < 16 with room to spare: <= 14) {verdict(rss <= 14)}, events/CPU-s {evs / base:.2f}x the 6,656-client "
-              f"run (target >= 0.5) {verdict(evs >= 0.5 * base)}", flush=True)
+              f"run (target >= 0.5) {verdict(evs >= 0.5 * base)}; {evs / slope:.2f}x aurora-full on 1 group (the same "
+              f"scenario at 6,656 clients) {verdict(evs >= 0.5 * slope)}", flush=True)
 
 
 def main():

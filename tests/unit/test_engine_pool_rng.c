@@ -82,6 +82,32 @@ Test(pool, poisoned_pool_objects_are_usable_and_flag_survives_free_all)
 	pool_free_all(&p);
 }
 
+/* The arena packs records into 2 MiB-aligned chunks (so they share huge pages): zeroed, 64-byte aligned,
+ * disjoint, consecutive within a chunk, a new chunk only when the current one is full. */
+Test(arena, records_packed_zeroed_aligned_in_huge_page_chunks)
+{
+	struct arena a = { 0 };
+	enum { N = 20000, SZ = 200 }; /* rounded to 256: 8,192 per chunk, three chunks */
+	static unsigned char *r[N];
+	for (int i = 0; i < N; i++) {
+		r[i] = arena_alloc(&a, SZ);
+		cr_assert_eq((uintptr_t)r[i] % 64, 0);
+		for (int b = 0; b < SZ; b++)
+			cr_assert_eq(r[i][b], 0, "record %d byte %d not zeroed", i, b);
+		memset(r[i], 0xa5, SZ);
+		if (i && (uintptr_t)r[i] % (2u << 20))
+			cr_assert_eq(r[i], r[i - 1] + 256, "record %d not packed after %d", i, i - 1);
+	}
+	cr_assert_eq(a.nchunks, 3);
+	for (size_t c = 0; c < a.nchunks; c++)
+		cr_assert_eq((uintptr_t)a.chunks[c] % (2u << 20), 0, "chunk %zu not 2 MiB aligned", c);
+	cr_assert_eq(a.used, (size_t)N * 256);
+	cr_assert_geq(arena_bytes(&a), 3 * (2u << 20));
+	arena_free(&a);
+	cr_assert_eq(a.nchunks, 0);
+	cr_assert_eq(arena_bytes(&a), 0);
+}
+
 Test(rng, same_seed_and_name_reproduce)
 {
 	struct rng a, b;

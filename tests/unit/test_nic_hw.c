@@ -3,6 +3,7 @@
 
 #include <errno.h>
 
+#include "../../sim/nic/nic_impl.h"
 #include "nic_hwlib.h"
 
 Test(nic_hw, put_matches_priority_and_carries_bytes)
@@ -447,5 +448,58 @@ Test(nic_hw, le_pools_made_on_use_keep_defaults_reservations_and_counters)
 	cr_assert_eq(tctr(&t, "nic.1.sim.limit_hits"), 10);
 	cr_assert_eq(nic_le_pool_status(b.nic, untouched, &ps), 0);
 	cr_assert(ps.used == 0 && ps.high_water == 0 && ps.alloc_fail == 0 && ps.reserved == 1);
+	tsim_free(&t);
+}
+
+/* A command queue's ring grows with a burst (a client endpoint's start: its receives and buffers at once)
+ * and gives the memory back once the NIC has fetched it, keeping 4 entries; every command of a burst is
+ * processed, in order, before and after. */
+static void append_burst(struct hwep *b, uint16_t first, int n, uint64_t *bytes_at_4)
+{
+	static char buf[64];
+	for (int i = 0; i < n; i++) {
+		if (i == 4 && bytes_at_4)
+			*bytes_at_4 = nic_cmdqs_bytes(b->nic, b->lni, NULL);
+		struct nic_cmd cmd = { .op = NIC_CMD_TGT_APPEND };
+		cmd.tgt = (struct nic_tgt_cmd){ .ptn = b->ptn, .list = C_PTL_LIST_PRIORITY, .buffer_id = (uint16_t)(first + i),
+						.le_flags = C_LE_OP_PUT, .ctn = NIC_NONE, .start = (uint64_t)(uintptr_t)buf,
+						.length = 64, .match_id = C_MATCH_ID_ANY, .match_bits = (uint64_t)(first + i) };
+		cr_assert_eq(nic_cmdq_emit(b->tgq, &cmd), 0);
+	}
+}
+
+static void check_links(struct hwep *b, uint16_t first, int n)
+{
+	struct nic_event ev[64];
+	int got = drain(b, ev, 64), k = 0;
+	for (int i = 0; i < got; i++) {
+		if (ev[i].type != C_EVENT_LINK)
+			continue;
+		cr_assert_eq(ev[i].rc, C_RC_OK);
+		cr_assert_eq(ev[i].buffer_id, first + k, "LINK %d: buffer %u", k, ev[i].buffer_id);
+		k++;
+	}
+	cr_assert_eq(k, n);
+}
+
+Test(nic_hw, cmdq_ring_gives_a_burst_back)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep b;
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 256);
+	uint64_t at4, burst;
+	append_burst(&b, 0, 16, &at4);
+	burst = nic_cmdqs_bytes(b.nic, b.lni, NULL);
+	cr_assert_gt(burst, at4, "the ring grew with the burst");
+	nic_cmdq_ring(b.tgq);
+	sim_run(t.sim);
+	check_links(&b, 0, 16);
+	cr_assert_eq(nic_cmdqs_bytes(b.nic, b.lni, NULL), at4, "drained: back to 4 entries");
+	append_burst(&b, 100, 20, NULL);
+	nic_cmdq_ring(b.tgq);
+	sim_run(t.sim);
+	check_links(&b, 100, 20);
+	cr_assert_eq(nic_cmdqs_bytes(b.nic, b.lni, NULL), at4);
 	tsim_free(&t);
 }

@@ -711,3 +711,39 @@ Test(nic_records, endpoints_share_their_environment)
 	tep_close(&a);
 	tsim_free(&s);
 }
+
+/* ---------------------------------------------------------------- buffer sizes */
+
+static void small_oflow(struct sw_ep_attr *a)
+{
+	a->env.rx_match_mode = SW_MATCH_HARDWARE;
+	a->env.oflow_buf_size = 16384; /* a buffer record keeps no size: the NIC's LE gets the environment's */
+	a->env.req_buf_size = 8192;
+	a->env.rdzv_threshold = 2048;
+	a->env.rdzv_get_min = 0;
+}
+
+/* Overflow buffers are linked with the environment's size: a 16 KiB buffer that must keep room for a 2 KiB
+ * eager message retires after 15 messages of 1 KiB, and fresh buffers replace the retired ones. */
+Test(nic_records, overflow_buffers_have_the_environments_size)
+{
+	struct rig g;
+	rig_open(&g, small_oflow);
+	for (uint64_t t = 1; t <= 40; t++)
+		send_msg(&g, 1024, t, FI_TAGGED);
+	sim_run(g.s.sim);
+	int retired = 0, all = 0;
+	for (const struct sw_buf *b = g.r.ep->oflow; b; b = b->next, all++) {
+		if (b->unlink_length == UINT64_MAX)
+			continue;
+		retired++;
+		cr_assert_eq(b->unlink_length, 15 * 1024, "buffer %u retired after %llu bytes", b->id,
+			     (unsigned long long)b->unlink_length);
+	}
+	cr_assert_eq(retired, 2, "40 messages: two buffers full, the third holds 10");
+	cr_assert_eq(all, 3 + 2, "each retired buffer replaced");
+	for (uint64_t t = 1; t <= 40; t++)
+		post_recv(&g, (int)(t % NSLOT), 1024, t, FI_TAGGED);
+	finish_and_check(&g, 40);
+	rig_close(&g);
+}
