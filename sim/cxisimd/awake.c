@@ -12,15 +12,17 @@
  *
  * Off by default, for what it costs: SCHED_IDLE only ranks a thread within its scheduling group, and with
  * autogroups (one group per session) the daemon's session then competes with other sessions at full
- * weight whenever a spinner is runnable (~50% of both cores taken from other sessions' jobs here).
+ * weight whenever a spinner is runnable (~50% of both cores taken from other sessions' jobs here); and
+ * wall time under CPU hogs (below).
  *
  * The spinners are a small process of their own (this binary started with AWAKE_ARG): posix_spawn (no copy
  * of a large daemon's page tables); it takes SCHED_IDLE itself at once, dies with the daemon
  * (PR_SET_PDEATHSIG) and is killed, not waited for, when the last process detaches.  The daemon never waits
- * for an idle-class task: one gets CPU time only when the cores have nothing else to do, so under CPU hogs
- * every such wait (joining spinner threads, waiting for the killed process, a spawn whose child was
- * SCHED_IDLE before its execve) stood the emulation still: fi_pingpong's wall time under 2 hogs grew
- * 15-60%, and sanitized test runs hung. */
+ * for an idle-class task, which gets CPU time only when the cores have nothing else to do (joining spinner
+ * threads, waiting for the killed process, or a spawn whose child is SCHED_IDLE before its execve would
+ * stand the emulation still under CPU hogs).  Under CPU hogs fi_pingpong's wall time still grows 15-60%
+ * with the spinners, in every variant tried (threads of the daemon, this process, waited for or not),
+ * while spinners started beside the run, outside the daemon, cost nothing: not explained. */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -100,9 +102,8 @@ void awake_attach(struct daemon *d)
 	char parent[24];
 	snprintf(parent, sizeof(parent), "%d", (int)getpid());
 	char *argv[] = { "cxisimd", AWAKE_ARG, parent, NULL };
-	/* Spawned in the daemon's class: posix_spawn suspends the daemon until the child has called execve, and
-	 * a child already SCHED_IDLE (POSIX_SPAWN_SETSCHEDULER) got there only when the cores had nothing else to
-	 * do -- under CPU hogs, or a loaded machine, the daemon stood still (test runs hung for minutes).  The
+	/* Spawned in the daemon's class: posix_spawn suspends the daemon until the child has called execve,
+	 * which a child already SCHED_IDLE (POSIX_SPAWN_SETSCHEDULER) reaches only when the cores are free.  The
 	 * child takes SCHED_IDLE itself, first thing. */
 	if (posix_spawn(&awake_pid, "/proc/self/exe", NULL, NULL, argv, environ)) {
 		awake_pid = 0;
