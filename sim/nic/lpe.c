@@ -9,6 +9,7 @@
  *   - flow-control PtlTE (en_flowctrl): disable [reason], count the drop, NACK C_RC_PT_DISABLED;
  *   - hybrid PtlTE (en_sw_transition): out of LEs -> SOFTWARE_MANAGED [SM_*], message goes to REQUEST;
  *   - neither: NACK C_RC_ENTRY_NOT_FOUND (the RNR protocol relies on this) and stay enabled.
+ * The target commands are in lpe_tgt.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,7 @@ void nic_post_target_event(struct nic *nic, struct nic_pte *pte, struct nic_even
 	nic_eq_post(nic, pte->eqn, ev, delay, false);
 }
 
-static void event_from_le(struct nic_event *ev, uint8_t type, const struct nic_le *le)
+void nic_event_from_le(struct nic_event *ev, uint8_t type, const struct nic_le *le)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->type = type;
@@ -60,7 +61,7 @@ static void event_from_le(struct nic_event *ev, uint8_t type, const struct nic_l
 	ev->ptl_list = le->list;
 }
 
-static void event_hdr(struct nic_event *ev, const struct nic_ule *hdr)
+void nic_event_hdr(struct nic_event *ev, const struct nic_ule *hdr)
 {
 	ev->match_bits = hdr->le.match_bits;
 	ev->header_data = hdr->le.header_data;
@@ -74,7 +75,7 @@ static void event_hdr(struct nic_event *ev, const struct nic_ule *hdr)
 }
 
 /* The NIC changes a PtlTE's state on its own (flow control or a hybrid switch). */
-static void pte_auto_state(struct nic *nic, struct nic_pte *pte, uint8_t state, uint8_t reason, simtime_t delay)
+void nic_pte_auto_state(struct nic *nic, struct nic_pte *pte, uint8_t state, uint8_t reason, simtime_t delay)
 {
 	pte->state = state;
 	struct nic_event ev = { 0 };
@@ -152,7 +153,7 @@ static void post_auto_unlink(struct nic *nic, struct nic_pte *pte, const struct 
 	if (le->flags & (C_LE_EVENT_UNLINK_DISABLE | C_LE_USE_ONCE))
 		return;
 	struct nic_event ev;
-	event_from_le(&ev, C_EVENT_UNLINK, le);
+	nic_event_from_le(&ev, C_EVENT_UNLINK, le);
 	ev.flags |= NIC_EVF_AUTO_UNLINKED;
 	ev.start = le->start + le->offset;
 	nic_post_target_event(nic, pte, &ev, delay);
@@ -165,8 +166,8 @@ static void post_auto_unlink(struct nic *nic, struct nic_pte *pte, const struct 
  * copy) or an overflow/request buffer (`landing`: only the eager part is taken, no rendezvous Get).  The
  * eager bytes arrived in packet `p` (NULL for a PUT_OVERFLOW: nothing arrives; p->payload NULL: no real
  * data). */
-static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_ule *hdr,
-			const struct nic_pkt *p, uint8_t ev_type, simtime_t delay, bool landing, bool *retired)
+void nic_deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_ule *hdr,
+		     const struct nic_pkt *p, uint8_t ev_type, simtime_t delay, bool landing, bool *retired)
 {
 	const uint8_t *payload = p ? p->payload : NULL;
 	uint64_t offset = (le->flags & C_LE_MANAGE_LOCAL) ? le->offset : hdr->le.remote_offset;
@@ -192,8 +193,8 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 
 	if (pte->opts.en_event_match) {
 		struct nic_event mev;
-		event_from_le(&mev, C_EVENT_MATCH, le);
-		event_hdr(&mev, hdr);
+		nic_event_from_le(&mev, C_EVENT_MATCH, le);
+		nic_event_hdr(&mev, hdr);
 		mev.start = dst;
 		nic_post_target_event(nic, pte, &mev, delay);
 	}
@@ -202,8 +203,8 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 	access_note(pte, le, dst, mlength, true);
 
 	struct nic_event ev;
-	event_from_le(&ev, ev_type, le);
-	event_hdr(&ev, hdr);
+	nic_event_from_le(&ev, ev_type, le);
+	nic_event_hdr(&ev, hdr);
 	ev.start = dst;
 	ev.mlength = ev_type == C_EVENT_PUT_OVERFLOW ? hdr->mlength : mlength;
 	if (ev_type == C_EVENT_PUT_OVERFLOW)
@@ -218,8 +219,8 @@ static void deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le,
 	if (hdr->rendezvous && !landing) {
 		NIC_C(nic, rndzv_puts[pte->pe])++;
 		struct nic_event rev;
-		event_from_le(&rev, C_EVENT_RENDEZVOUS, le);
-		event_hdr(&rev, hdr);
+		nic_event_from_le(&rev, C_EVENT_RENDEZVOUS, le);
+		nic_event_hdr(&rev, hdr);
 		rev.start = dst + have;
 		rev.mlength = have;
 		if (rdzv_get) {
@@ -251,14 +252,14 @@ static void le_bounds_fail(struct nic *nic, struct nic_pte *pte, struct nic_le *
 	le_busy(nic, le, delay);
 	if (pte->opts.en_event_match) {
 		struct nic_event mev;
-		event_from_le(&mev, C_EVENT_MATCH, le);
-		event_hdr(&mev, hdr);
+		nic_event_from_le(&mev, C_EVENT_MATCH, le);
+		nic_event_hdr(&mev, hdr);
 		mev.start = le->start + hdr->le.remote_offset;
 		nic_post_target_event(nic, pte, &mev, delay);
 	}
 	struct nic_event ev;
-	event_from_le(&ev, ev_type, le);
-	event_hdr(&ev, hdr);
+	nic_event_from_le(&ev, ev_type, le);
+	nic_event_hdr(&ev, hdr);
 	ev.rc = C_RC_ADDR_OUT_OF_RANGE;
 	ev.start = le->start + hdr->le.remote_offset;
 	ev.mlength = 0;
@@ -312,7 +313,7 @@ static void put_to_request(struct nic *nic, struct nic_pte *pte, struct nic_pkt 
 	if (!le) {
 		if (pte->opts.en_flowctrl) {
 			NIC_C(nic, err_pt_disabled_req_empty)++;
-			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_REQUEST_FULL, cost);
+			nic_pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_REQUEST_FULL, cost);
 			lpe_drop(nic, pte, p, cost);
 		} else {
 			NIC_C(nic, err_entry_not_found_req_empty)++;
@@ -324,7 +325,7 @@ static void put_to_request(struct nic *nic, struct nic_pte *pte, struct nic_pkt 
 	NIC_C(nic, net_match_success[pte->pe])++;
 	/* A request buffer keeps only the eager part: software fetches the rest. */
 	bool retired;
-	deliver_put(nic, pte, le, hdr, p, C_EVENT_PUT, cost, true, &retired);
+	nic_deliver_put(nic, pte, le, hdr, p, C_EVENT_PUT, cost, true, &retired);
 	nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_REQUEST, p->payload_len, cost + nic->p->ack_gen);
 	if (retired)
 		le_remove(nic, pte, le);
@@ -349,7 +350,7 @@ static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	if (!nic_eq_has_room(nic, pte->eqn)) {
 		if (pte->opts.en_flowctrl) {
 			NIC_C(nic, err_pt_disabled_eq_full)++;
-			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_EQ_FULL, cost);
+			nic_pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_EQ_FULL, cost);
 			lpe_drop(nic, pte, p, cost);
 		} else {
 			NIC_C(nic, err_entry_not_found_eq_full)++;
@@ -381,7 +382,7 @@ static simtime_t lpe_put(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		if (le->flags & C_LE_USE_ONCE)
 			NIC_C(nic, net_match_useonce[pte->pe])++;
 		bool retired;
-		deliver_put(nic, pte, le, &hdr, p, C_EVENT_PUT, cost, false, &retired);
+		nic_deliver_put(nic, pte, le, &hdr, p, C_EVENT_PUT, cost, false, &retired);
 		nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_PRIORITY, p->rlength, cost + np->ack_gen);
 		if (retired)
 			le_remove(nic, pte, le);
@@ -411,7 +412,7 @@ static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_
 	if (!ob) {
 		if (pte->opts.en_flowctrl) {
 			NIC_C(nic, err_pt_disabled_no_match_in_overflow)++;
-			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_NO_MATCH, cost);
+			nic_pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_NO_MATCH, cost);
 			lpe_drop(nic, pte, p, cost);
 		} else {
 			NIC_C(nic, err_entry_not_found_no_match_in_overflow)++;
@@ -422,11 +423,11 @@ static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_
 	if (!nic_le_alloc(nic, pte)) {
 		NIC_C(nic, err_no_space_net)++;
 		if (pte->opts.en_sw_transition) {
-			pte_auto_state(nic, pte, C_PTLTE_SOFTWARE_MANAGED, C_SC_SM_UNEXPECTED_FAIL, cost);
+			nic_pte_auto_state(nic, pte, C_PTLTE_SOFTWARE_MANAGED, C_SC_SM_UNEXPECTED_FAIL, cost);
 			put_to_request(nic, pte, p, hdr, cost);
 		} else if (pte->opts.en_flowctrl) {
 			NIC_C(nic, err_pt_disabled_cant_alloc_unexpected)++;
-			pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_UNEXPECTED_FAIL, cost);
+			nic_pte_auto_state(nic, pte, C_PTLTE_DISABLED, C_SC_FC_UNEXPECTED_FAIL, cost);
 			lpe_drop(nic, pte, p, cost);
 		} else {
 			NIC_C(nic, err_entry_not_found_cant_alloc_unexpected)++;
@@ -448,7 +449,7 @@ static void lpe_put_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_
 	ule->buffer_id = ob->buffer_id;
 	ule->user_ptr = ob->user_ptr;
 	bool retired; /* the overflow buffer holds the eager part only */
-	deliver_put(nic, pte, ob, hdr, p, C_EVENT_PUT, cost, true, &retired);
+	nic_deliver_put(nic, pte, ob, hdr, p, C_EVENT_PUT, cost, true, &retired);
 	nic_le_list_append(&pte->lists[C_PTL_LIST_UNEXPECTED], ule);
 	nic_send_ack(nic, p, C_RC_OK, C_PTL_LIST_OVERFLOW, p->rlength, cost + nic->p->ack_gen);
 	if (retired)
@@ -532,16 +533,16 @@ static simtime_t lpe_get(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	hdr.rlength = p->rlength;
 	if (pte->opts.en_event_match) {
 		struct nic_event mev;
-		event_from_le(&mev, C_EVENT_MATCH, le);
-		event_hdr(&mev, &hdr);
+		nic_event_from_le(&mev, C_EVENT_MATCH, le);
+		nic_event_hdr(&mev, &hdr);
 		mev.start = src;
 		nic_post_target_event(nic, pte, &mev, cost);
 	}
 	if (retired)
 		post_auto_unlink(nic, pte, le, cost);
 	struct nic_event ev;
-	event_from_le(&ev, C_EVENT_GET, le);
-	event_hdr(&ev, &hdr);
+	nic_event_from_le(&ev, C_EVENT_GET, le);
+	nic_event_hdr(&ev, &hdr);
 	ev.rc = r->rc;
 	ev.start = src;
 	ev.mlength = mlength;
@@ -630,8 +631,8 @@ static simtime_t lpe_amo(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		hdr.rlength = len;
 		if (pte->opts.en_event_match) {
 			struct nic_event mev;
-			event_from_le(&mev, C_EVENT_MATCH, le);
-			event_hdr(&mev, &hdr);
+			nic_event_from_le(&mev, C_EVENT_MATCH, le);
+			nic_event_hdr(&mev, &hdr);
 			mev.start = addr;
 			nic_post_target_event(nic, pte, &mev, cost);
 		}
@@ -641,8 +642,8 @@ static simtime_t lpe_amo(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 		simtime_t written = done + nic_dma_time(nic, len);
 		le_busy(nic, le, written);
 		struct nic_event ev;
-		event_from_le(&ev, ev_type, le);
-		event_hdr(&ev, &hdr);
+		nic_event_from_le(&ev, ev_type, le);
+		nic_event_hdr(&ev, &hdr);
 		ev.rc = rc;
 		ev.start = addr;
 		ev.mlength = rc == C_RC_OK ? len : 0;
@@ -676,250 +677,6 @@ static simtime_t lpe_amo(struct nic *nic, struct nic_pte *pte, struct nic_pkt *p
 	}
 	nic_send_pkt(nic, r, done + np->ack_gen);
 	return cost;
-}
-
-/* ---------------------------------------------------------------- target commands */
-
-static void cmd_event(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c, uint8_t type, uint8_t rc,
-		      simtime_t delay)
-{
-	struct nic_event ev = { 0 };
-	ev.type = type;
-	ev.rc = rc;
-	ev.buffer_id = c->buffer_id;
-	ev.user_ptr = c->user_ptr;
-	ev.ptl_list = c->list;
-	nic_post_target_event(nic, pte, &ev, delay);
-}
-
-/* An appended receive first looks for unexpected headers it matches (oldest first). */
-static bool append_match_unexpected(struct nic *nic, struct nic_pte *pte, struct nic_le *le, simtime_t *cost)
-{
-	struct nic_le_list *ux = &pte->lists[C_PTL_LIST_UNEXPECTED];
-	struct nic_le *u = ux->head;
-	while (u) {
-		*cost += nic->p->match_per_le;
-		NIC_C(nic, les_searched)++;
-		struct nic_le *next = u->next;
-		const struct nic_ule *h = nic_ule_of(u);
-		if (nic_le_matches(le, u->match_bits, h->initiator) &&
-		    (!(le->flags & C_LE_NO_TRUNCATE) || nic_le_space(le) >= h->rlength)) {
-			bool retired;
-			deliver_put(nic, pte, le, h, NULL, C_EVENT_PUT_OVERFLOW, *cost, false, &retired);
-			nic_le_list_remove(ux, u);
-			nic_le_free(nic, u);
-			if (retired)
-				return true;
-		}
-		u = next;
-	}
-	return false;
-}
-
-static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c)
-{
-	simtime_t cost = nic->p->tgt_cmd;
-	NIC_C(nic, append_cmds[pte->pe])++;
-	if (c->list == C_PTL_LIST_UNEXPECTED) {
-		cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_CMD_INVALID_ARG, cost);
-		return cost;
-	}
-	bool priority = c->list == C_PTL_LIST_PRIORITY && pte->opts.is_matching;
-	if (priority && pte->state == C_PTLTE_SOFTWARE_MANAGED) {
-		NIC_C(nic, err_ptlte_sw_managed)++;
-		cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_PTLTE_SW_MANAGED, cost);
-		return cost;
-	}
-	struct nic_le tmp = { 0 };
-	tmp.pte = pte;
-	tmp.list = c->list;
-	tmp.buffer_id = c->buffer_id;
-	tmp.flags = c->le_flags;
-	tmp.ctn = c->ctn;
-	tmp.match_id = c->match_id;
-	tmp.min_free = c->min_free;
-	tmp.start = c->start;
-	tmp.length = c->length;
-	tmp.match_bits = c->match_bits;
-	tmp.ignore_bits = c->ignore_bits;
-	tmp.user_ptr = c->user_ptr;
-	if (priority && pte->lists[C_PTL_LIST_UNEXPECTED].count && append_match_unexpected(nic, pte, &tmp, &cost)) {
-		NIC_C(nic, append_success[pte->pe])++;
-		return cost; /* consumed by unexpected messages: never linked */
-	}
-	if (!nic_le_alloc(nic, pte)) {
-		NIC_C(nic, err_no_space_append)++;
-		if (priority && pte->opts.en_sw_transition && pte->state == C_PTLTE_ENABLED) {
-			pte_auto_state(nic, pte, C_PTLTE_SOFTWARE_MANAGED, C_SC_SM_APPEND_FAIL, cost);
-			cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_PTLTE_SW_MANAGED, cost);
-		} else {
-			cmd_event(nic, pte, c, C_EVENT_LINK, C_RC_NO_SPACE, cost);
-		}
-		return cost;
-	}
-	struct nic_le *le = pool_get(&nic->rec->le_work);
-	*le = tmp;
-	nic_le_list_append(&pte->lists[c->list], le);
-	NIC_C(nic, append_success[pte->pe])++;
-	if (!(c->le_flags & C_LE_EVENT_LINK_DISABLE)) {
-		struct nic_event ev = { 0 };
-		ev.type = C_EVENT_LINK;
-		ev.rc = C_RC_OK;
-		ev.buffer_id = c->buffer_id;
-		ev.user_ptr = c->user_ptr;
-		ev.ptl_list = c->list;
-		/* lpe_stat_1 / lpe_stat_2 of the hardware event: pool use and the pool's allocation. */
-		const struct nic_le_pool *pl = nic_le_pool(nic, pte->pool);
-		ev.mlength = pl->used;
-		ev.rlength = pl->max_alloc;
-		nic_post_target_event(nic, pte, &ev, cost);
-	}
-	return cost;
-}
-
-static simtime_t tgt_unlink(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c)
-{
-	simtime_t cost = nic->p->tgt_cmd;
-	NIC_C(nic, unlink_cmds)++;
-	struct nic_le_list *l = &pte->lists[c->list & 3];
-	for (struct nic_le *le = l->head; le; le = le->next) {
-		cost += nic->p->match_per_le;
-		if (!le->ule && le->buffer_id == c->buffer_id) {
-			struct nic_event ev;
-			event_from_le(&ev, C_EVENT_UNLINK, le);
-			ev.start = le->start + le->offset;
-			ev.mlength = (uint32_t)le->offset;
-			simtime_t now = sim_now(nic->sim);
-			simtime_t at = le->busy_until > now + cost ? le->busy_until - now : cost;
-			nic_post_target_event(nic, pte, &ev, at);
-			nic_le_list_remove(l, le);
-			nic_le_free(nic, le);
-			NIC_C(nic, unlink_success)++;
-			return cost;
-		}
-	}
-	NIC_C(nic, err_entry_not_found_unlink_failed)++;
-	cmd_event(nic, pte, c, C_EVENT_UNLINK, C_RC_ENTRY_NOT_FOUND, cost);
-	return cost;
-}
-
-/* SEARCH reports matching entries; SEARCH_AND_DELETE removes unexpected headers, reporting each one as a
- * PUT_OVERFLOW event and finishing with a SEARCH event (C_RC_NO_MATCH) -- the onload sequence.  With
- * C_LE_USE_ONCE only the first match is reported/removed and no trailing SEARCH event is sent. */
-static simtime_t tgt_search(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c, bool del)
-{
-	simtime_t cost = nic->p->tgt_cmd;
-	if (del)
-		NIC_C(nic, search_delete_cmds)++;
-	else
-		NIC_C(nic, search_cmds)++;
-	struct nic_le tmpl = { 0 };
-	tmpl.match_bits = c->match_bits;
-	tmpl.ignore_bits = c->ignore_bits;
-	tmpl.match_id = c->match_id;
-	bool once = (c->le_flags & C_LE_USE_ONCE) != 0;
-	struct nic_le_list *l = &pte->lists[c->list & 3];
-	uint32_t found = 0;
-	for (struct nic_le *le = l->head; le;) {
-		struct nic_le *next = le->next;
-		cost += nic->p->match_per_le;
-		uint32_t init = le->ule ? nic_ule_of(le)->initiator : C_MATCH_ID_ANY;
-		bool m = le->ule ? nic_le_matches(&tmpl, le->match_bits, init)
-				 : !((le->match_bits ^ c->match_bits) & ~c->ignore_bits);
-		if (m) {
-			found++;
-			struct nic_event ev;
-			event_from_le(&ev, del ? C_EVENT_PUT_OVERFLOW : C_EVENT_SEARCH, le);
-			if (le->ule) {
-				event_hdr(&ev, nic_ule_of(le));
-				ev.start = le->start;
-				ev.mlength = nic_ule_of(le)->mlength;
-			}
-			/* The search command's own identity, as the hardware reports it. */
-			ev.buffer_id = c->buffer_id;
-			ev.user_ptr = c->user_ptr;
-			nic_post_target_event(nic, pte, &ev, cost);
-			if (del) {
-				nic_le_list_remove(l, le);
-				nic_le_free(nic, le);
-			}
-			if (once)
-				break;
-		}
-		le = next;
-	}
-	if (del)
-		nic->cv[found ? nic_cix.search_delete_success : nic_cix.search_delete_fail]++;
-	else
-		nic->cv[found ? nic_cix.search_success : nic_cix.search_fail]++;
-	if (!found)
-		NIC_C(nic, err_search_no_match)++;
-	if (!once || !found) {
-		struct nic_event ev = { 0 };
-		ev.type = once && del ? C_EVENT_PUT_OVERFLOW : C_EVENT_SEARCH;
-		ev.rc = found && !once ? C_RC_NO_MATCH : (found ? C_RC_OK : C_RC_NO_MATCH);
-		ev.buffer_id = c->buffer_id;
-		ev.user_ptr = c->user_ptr;
-		ev.ptl_list = c->list;
-		ev.mlength = found;
-		nic_post_target_event(nic, pte, &ev, cost);
-	}
-	return cost;
-}
-
-static simtime_t tgt_setstate(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c)
-{
-	simtime_t cost = nic->p->tgt_cmd;
-	NIC_C(nic, setstate_cmds[pte->pe])++;
-	struct nic_event ev = { 0 };
-	ev.type = C_EVENT_STATE_CHANGE;
-	ev.sc.reason = C_SC_NONE;
-	ev.ptlte_index = (uint16_t)pte->ptn;
-	ev.pe = pte->pe;
-	ev.buffer_id = c->buffer_id;
-	ev.user_ptr = c->user_ptr;
-	bool leaving_disabled = pte->state == C_PTLTE_DISABLED && c->state != C_PTLTE_DISABLED;
-	if (c->state > C_PTLTE_SOFTWARE_MANAGED || c->state == C_PTLTE_RESET) {
-		ev.rc = C_RC_CMD_INVALID_ARG;
-		ev.sc.state = pte->state;
-	} else if (leaving_disabled && c->drop_count != NIC_IGNORE_DROPS && c->drop_count != pte->drop_count) {
-		NIC_C(nic, err_setstate_no_match)++;
-		ev.rc = C_RC_NO_MATCH;
-		ev.sc.state = pte->state;
-	} else {
-		if (leaving_disabled)
-			pte->drop_count = 0;
-		pte->state = c->state;
-		ev.rc = C_RC_OK;
-		ev.sc.state = c->state;
-		NIC_C(nic, setstate_success[pte->pe])++;
-	}
-	nic_eq_post(nic, pte->eqn, &ev, cost, true);
-	return cost;
-}
-
-static simtime_t lpe_tgt_cmd(struct nic *nic, struct nic_work *w)
-{
-	const struct nic_tgt_cmd *c = &w->cmd.tgt;
-	struct nic_pte *pte = nic_pte_lookup(nic, c->ptn);
-	if (!pte || pte->lni != w->lni) {
-		struct nic_event ev = { 0 };
-		ev.type = C_EVENT_COMMAND_FAILURE;
-		ev.rc = C_RC_CMD_INVALID_ARG;
-		ev.buffer_id = c->buffer_id;
-		ev.user_ptr = c->user_ptr;
-		if (w->q_eqn != NIC_NONE)
-			nic_eq_post(nic, w->q_eqn, &ev, nic->p->tgt_cmd, false);
-		return nic->p->tgt_cmd;
-	}
-	switch (w->cmd.op) {
-	case NIC_CMD_TGT_APPEND: return tgt_append(nic, pte, c);
-	case NIC_CMD_TGT_UNLINK: return tgt_unlink(nic, pte, c);
-	case NIC_CMD_TGT_SEARCH: return tgt_search(nic, pte, c, false);
-	case NIC_CMD_TGT_SEARCH_AND_DELETE: return tgt_search(nic, pte, c, true);
-	case NIC_CMD_TGT_SETSTATE: return tgt_setstate(nic, pte, c);
-	default: return nic->p->tgt_cmd;
-	}
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -972,7 +729,7 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 		if (w->pct_open)
 			cost += nic->p->pct_conn; /* the target connection's open and close handshake */
 	} else
-		cost = lpe_tgt_cmd(nic, w);
+		cost = nic_lpe_tgt_cmd(nic, w);
 	if (nic->active)
 		NIC_C(nic, pe_busy_ps[arg]) += cost;
 	pool_put(&nic->rec->le_work, w);

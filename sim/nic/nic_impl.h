@@ -491,6 +491,15 @@ void nic_ptes_free_lni(struct nic *nic, struct nic_lni *lni);
 /* lpe.c: list processing engine */
 void nic_pe_submit(struct nic *nic, unsigned pe, struct nic_work *w);
 void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m);
+/* ... shared with its target commands (lpe_tgt.c): target events from an LE and a message header, the NIC's
+ * own PtlTE state changes, a Put's delivery into an LE (`landing`: overflow/request buffer, eager part only;
+ * `p` NULL: nothing arrives, PUT_OVERFLOW). */
+void nic_event_from_le(struct nic_event *ev, uint8_t type, const struct nic_le *le);
+void nic_event_hdr(struct nic_event *ev, const struct nic_ule *hdr);
+void nic_pte_auto_state(struct nic *nic, struct nic_pte *pte, uint8_t state, uint8_t reason, simtime_t delay);
+void nic_deliver_put(struct nic *nic, struct nic_pte *pte, struct nic_le *le, const struct nic_ule *hdr,
+		     const struct nic_pkt *p, uint8_t ev_type, simtime_t delay, bool landing, bool *retired);
+simtime_t nic_lpe_tgt_cmd(struct nic *nic, struct nic_work *w);
 
 /* initiator.c */
 void nic_tx_submit(struct nic *nic, struct nic_work *w);
