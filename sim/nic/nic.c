@@ -1,5 +1,5 @@
 /* The "nic" model: builds one Cassini per fabric endpoint, owns the parameter table, services, LNIs and
- * the per-NIC telemetry.  The data path lives in initiator.c (transmit) and lpe.c (target). */
+ * the per-NIC telemetry.  The data path lives in initiator.c (transmit) and lpe.c, lpe_tgt.c (target). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>

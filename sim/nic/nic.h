@@ -26,7 +26,7 @@
  * full, -ENOENT no such object, -EPERM not allowed by the service, -EADDRINUSE mapping taken, -EAGAIN retry
  * later, -EBUSY object still in use).  Nothing in here aborts on user misuse.
  *
- * Hardware vs software: this header and the files ptlte.c, lpe.c, le_pool.c, eq.c, ct.c, cmdq.c, dma.c,
+ * Hardware vs software: this header and the files ptlte.c, lpe.c, lpe_tgt.c, le_pool.c, eq.c, ct.c, cmdq.c, dma.c,
  * vni.c, nic.c model the ASIC.  The cxi provider's software state machines (RX context states, flow-control
  * recovery, software matching, RNR retries, MR caches) live in sw_*.c on top of this interface (sw.h).
  */
