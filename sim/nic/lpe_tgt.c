@@ -9,15 +9,22 @@
 #include "../util.h"
 #include "nic_impl.h"
 
+/* The event a target command reports (the command's buffer id, user pointer and list). */
+static void cmd_event_init(struct nic_event *ev, const struct nic_tgt_cmd *c, uint8_t type, uint8_t rc)
+{
+	*ev = (struct nic_event){ 0 };
+	ev->type = type;
+	ev->rc = rc;
+	ev->buffer_id = c->buffer_id;
+	ev->user_ptr = c->user_ptr;
+	ev->ptl_list = c->list;
+}
+
 static void cmd_event(struct nic *nic, struct nic_pte *pte, const struct nic_tgt_cmd *c, uint8_t type, uint8_t rc,
 		      simtime_t delay)
 {
-	struct nic_event ev = { 0 };
-	ev.type = type;
-	ev.rc = rc;
-	ev.buffer_id = c->buffer_id;
-	ev.user_ptr = c->user_ptr;
-	ev.ptl_list = c->list;
+	struct nic_event ev;
+	cmd_event_init(&ev, c, type, rc);
 	nic_post_target_event(nic, pte, &ev, delay);
 }
 
@@ -91,12 +98,8 @@ static simtime_t tgt_append(struct nic *nic, struct nic_pte *pte, const struct n
 	nic_le_list_append(&pte->lists[c->list], le);
 	NIC_C(nic, append_success[pte->pe])++;
 	if (!(c->le_flags & C_LE_EVENT_LINK_DISABLE)) {
-		struct nic_event ev = { 0 };
-		ev.type = C_EVENT_LINK;
-		ev.rc = C_RC_OK;
-		ev.buffer_id = c->buffer_id;
-		ev.user_ptr = c->user_ptr;
-		ev.ptl_list = c->list;
+		struct nic_event ev;
+		cmd_event_init(&ev, c, C_EVENT_LINK, C_RC_OK);
 		/* lpe_stat_1 / lpe_stat_2 of the hardware event: pool use and the pool's allocation. */
 		const struct nic_le_pool *pl = nic_le_pool(nic, pte->pool);
 		ev.mlength = pl->used;
@@ -184,12 +187,10 @@ static simtime_t tgt_search(struct nic *nic, struct nic_pte *pte, const struct n
 	if (!found)
 		NIC_C(nic, err_search_no_match)++;
 	if (!once || !found) {
-		struct nic_event ev = { 0 };
-		ev.type = once && del ? C_EVENT_PUT_OVERFLOW : C_EVENT_SEARCH;
-		ev.rc = found && !once ? C_RC_NO_MATCH : (found ? C_RC_OK : C_RC_NO_MATCH);
-		ev.buffer_id = c->buffer_id;
-		ev.user_ptr = c->user_ptr;
-		ev.ptl_list = c->list;
+		/* The closing event: after a search's matches, or for a use-once search that found none; either
+		 * way NO_MATCH (a use-once search that found one reported it as its match). */
+		struct nic_event ev;
+		cmd_event_init(&ev, c, once && del ? C_EVENT_PUT_OVERFLOW : C_EVENT_SEARCH, C_RC_NO_MATCH);
 		ev.mlength = found;
 		nic_post_target_event(nic, pte, &ev, cost);
 	}
