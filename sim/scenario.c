@@ -134,6 +134,8 @@ static int write_run_info(struct scenario *sc, FILE *f)
 		fputs(", \"memory\": ", f);
 		mem_report_json(sc->mem, f);
 	}
+	if (sc->run_extra)
+		fprintf(f, ", %s", sc->run_extra);
 	fputs("}\n", f);
 	return ferror(f) ? -1 : 0;
 }
@@ -177,6 +179,7 @@ void scenario_free(struct scenario *sc)
 		return;
 	sim_destroy(sc->sim);
 	mem_report_free(sc->mem);
+	free(sc->run_extra);
 	json_object_put(sc->root);
 	free(sc);
 }

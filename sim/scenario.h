@@ -26,6 +26,7 @@ struct scenario {
 	double wall_s;
 	double cpu_s; /* CPU time of the run (process, all threads) */
 	struct mem_report *mem; /* taken after the run */
+	char *run_extra; /* NULL, or JSON members run.json adds (the emulation daemon's "host_idle"); freed with sc */
 };
 
 /* Parse and validate; config errors exit with status 2 before anything is written. */

@@ -161,6 +161,8 @@ def main(args):
             return 128 + e.signum  # the finally below stops the daemon
         rc = rc if rc >= 0 else 128 - rc
         drc = _stop(proc)
+        if not verbose:
+            _relay_warnings(log_path)
         if drc != 0:
             # The emulation itself failed (e.g. a sanitizer report at exit): say so, fail the run.
             with open(log_path) as f:
@@ -172,6 +174,18 @@ def main(args):
         if proc and proc.poll() is None:
             _stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _relay_warnings(log_path):
+    """The daemon's warnings (e.g. a CPU latency request it could not hold, so that charged CPU time may
+    depend on host load) reach the user even when its log goes to a file."""
+    try:
+        with open(log_path, errors="replace") as f:
+            for line in f:
+                if line.startswith("cxisimd: warning:"):
+                    sys.stderr.write(line)
+    except OSError:
+        pass
 
 
 class _Signalled(Exception):

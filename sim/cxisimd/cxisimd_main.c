@@ -209,6 +209,7 @@ int main(int argc, char **argv)
 	if (d.out_dir) {
 		d.sc->stop = SIM_STOP_REQUESTED;
 		d.sc->wall_s = wall_seconds() - t_start; /* run.json: the daemon's lifetime */
+		d.sc->run_extra = hostidle_report(&d);
 		if (scenario_write_outputs(d.sc, d.out_dir)) {
 			fprintf(stderr, "cxisimd: writing outputs to %s: %s\n", d.out_dir, strerror(errno));
 			rc = 1;

@@ -53,6 +53,7 @@ struct emu_cfg {
 	uint64_t park_timeout_ns; /* virtual: wall time a parked thread waits with nothing changing */
 	simtime_t retry;         /* virtual: idle time after a full command queue */
 	bool keep_cores_awake;   /* virtual, cpu_scale > 0: idle-class spinners on every core (awake.c) */
+	double cpu_latency_qos_us; /* virtual, cpu_scale > 0: the CPU latency request held while attached; -1 none (hostidle.c) */
 	uint32_t max_clients;
 	uint32_t next_rr;
 };
@@ -311,6 +312,11 @@ void awake_attach(struct daemon *d);
 void awake_detach(struct daemon *d);
 #define AWAKE_ARG "--keep-cores-awake-spinners" /* argv[1] of the spinners' process: awake_main(argv[2]) */
 int awake_main(pid_t parent);
+/* hostidle.c: emulation.cpu_latency_qos_us, a CPU latency request held while processes are attached, and
+ * the host's idle configuration for run.json. */
+void hostidle_attach(struct daemon *d);
+void hostidle_detach(struct daemon *d);
+char *hostidle_report(struct daemon *d); /* '"host_idle": {...}' (malloc'd), the request released */
 int vclock_attach(struct client *c);       /* the pcb eventfd; returns it or -errno */
 void vclock_detach(struct client *c);
 /* Advance virtual time as far as the threads allow, executing due commands and held requests. */

@@ -17,6 +17,8 @@
  *     park_timeout_us: 2000   # virtual: a parked thread re-checks after this much wall time
  *     retry_ns: 100        # virtual: a thread whose command queue is full retries after this
  *     keep_cores_awake: 0  # virtual, cpu_scale > 0: 1 runs idle-class spinners on every core (awake.c)
+ *     cpu_latency_qos_us: 0  # virtual, cpu_scale > 0: CPU latency request held while attached, so idle
+ *                          # CPUs poll instead of halting; -1: none (hostidle.c)
  *
  * A process can also ask for a node itself (CXISIM_NODE); the daemon refuses a node outside the range.
  */
@@ -55,6 +57,12 @@ static const struct param emu_params[] = {
 	  "while processes are attached (cpu_scale > 0): NetPIPE 8 B at cpu_scale 1 idle 2.19 -> 1.52 us "
 	  "against 1.68 under 2 CPU hogs; off by default: it takes idle CPU from other sessions (autogroups) "
 	  "and lengthens wall time under CPU hogs" },
+	{ "cpu_latency_qos_us", "us", 0, -1, 2e9,
+	  "measured (docs/provider.md 'What the model predicts'): the daemon holds this Linux PM QoS CPU latency "
+	  "limit (/dev/cpu_dma_latency, needs root) while processes are attached (cpu_scale > 0); 0 keeps idle "
+	  "CPUs polling instead of halting: NetPIPE 8 B at cpu_scale 1 idle 1.91 -> 1.57 us against 1.61-1.65 "
+	  "under 2-3 CPU hogs, fi_pingpong 1.655 -> 1.27 against 1.345-1.36; costs power (in a VM, host CPU), no "
+	  "CPU time of any task; -1 asks for nothing" },
 };
 
 static const char *const placements[] = { "auto", "node0", "round_robin", "rank", NULL };
@@ -87,6 +95,10 @@ static void emu_build(struct sim *sim, const struct cfg *c)
 	e->park_timeout_ns = (uint64_t)(param_get(c, &emu_params[8]) * 1e3);
 	e->retry = (simtime_t)(param_get(c, &emu_params[9]) * 1e3);
 	e->keep_cores_awake = param_get(c, &emu_params[10]) != 0;
+	e->cpu_latency_qos_us = param_get(c, &emu_params[11]);
+	if (e->cpu_latency_qos_us < 0 && e->cpu_latency_qos_us != -1)
+		cfg_fail(c, "cpu_latency_qos_us", "%g: a latency in microseconds (>= 0), or -1 for no request",
+			 e->cpu_latency_qos_us);
 	sim_world_set(sim, "emulation", e);
 	sim_on_destroy(sim, free, e);
 }

@@ -543,13 +543,16 @@ int vclock_attach(struct client *c)
 	c->pcb_io.data = c;
 	ev_io_start(d->loop, &c->pcb_io);
 	awake_attach(d);
+	hostidle_attach(d);
 	return c->pcb_efd;
 }
 
 void vclock_detach(struct client *c)
 {
-	if (c->vs)
+	if (c->vs) {
 		awake_detach(c->d);
+		hostidle_detach(c->d);
+	}
 	if (c->pcb_efd >= 0) {
 		ev_io_stop(c->d->loop, &c->pcb_io);
 		close(c->pcb_efd);
