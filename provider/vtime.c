@@ -200,6 +200,34 @@ static bool resume(struct cxip_dev *dev, struct pcb_thread *t)
 	return false;
 }
 
+/* A park that times out (park_timeout of wall time, nobody woke the thread) hands the thread back to the
+ * application with an empty poll, so that progress made outside the provider is never lost.  How many of
+ * them a wait gets depends on wall time: on how fast the daemon and the peers ran (under CPU hogs ~50 per
+ * NetPIPE rank and run, 1-3 idle; thousands with a 10 us park_timeout).  The CPU the application spends in
+ * such an excursion must not move its virtual clock, or its figures depend on that race: charged, each
+ * excursion of Open MPI's progress loop added ~1 us to a clock that then passed the reply's arrival
+ * (NetPIPE 8 B 1.5 -> 2.0-2.1 us, fi_pingpong 1.25 -> 1.6-1.7 us with park_timeout_us 10).  So an
+ * excursion's CPU time is charged only if the application does something with it: the charge at its next
+ * provider entry is held back (exc_ps) and dropped if that call is the same poll again with nothing
+ * changed (the thread goes idle as before: it went round its poll loop, which virtual time treats as
+ * free anyway), and applied as soon as it does anything else -- a command, a completion read, a different
+ * wait, a clock read between.  Clock reads through the interposer during the excursion (Open MPI reads the
+ * cycle counter in its progress loop) are held back alike, so the clock they return is the one the drop
+ * leaves. */
+static __thread bool excursion;  /* back from a park by its timeout; no provider entry since */
+static __thread bool exc_held;   /* exc_ps is held back (decided by the call now running) */
+static __thread uint64_t exc_ps;
+
+static void exc_apply(struct pcb_thread *t)
+{
+	if (!exc_held && !excursion)
+		return;
+	if (exc_ps)
+		atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + exc_ps);
+	exc_ps = 0;
+	exc_held = excursion = false;
+}
+
 /* Where the application's span ended when the emulation read the CPU clock itself, before the provider was
  * called (a trapped rdtsc: cxisim_clock_ops.now_trapped). */
 struct span_end {
@@ -213,6 +241,11 @@ struct span_end {
 static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool entered, bool enter,
 			   const struct span_end *end)
 {
+	/* An excursion's charges are held back at a provider call's entry and at clock reads (see above);
+	 * anything else the thread does applies them first. */
+	bool hold = excursion && (!entered || (enter && !in_call));
+	if (!hold)
+		exc_apply(t);
 	/* The CPU clock is read before anything else, so that the span charged ends where the application's
 	 * code does: the loads below touch lines the daemon writes (the slot, the pcb), and waiting for them is
 	 * the emulation's cost, not the application's. */
@@ -226,9 +259,16 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 		uint64_t cost = span_read_cost(end ? 0 : cpu);
 		if (cpu > my_cpu_base + cost) {
 			uint64_t ps = (uint64_t)((double)(cpu - my_cpu_base - cost) * 1e3 * dev->cpu_scale);
-			atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + ps);
+			if (hold)
+				exc_ps += ps;
+			else
+				atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + ps);
 		}
 		my_cpu_base = cpu;
+	}
+	if (hold && entered) {
+		excursion = false; /* the call decides: the same poll again drops exc_ps, anything else applies it */
+		exc_held = true;
 	}
 	if (enter && !in_call) {
 		in_call = true;
@@ -267,6 +307,8 @@ void cxip_vt_rebase(struct cxip_dev *dev)
 	struct pcb_thread *t = dev->virt ? self(dev) : NULL;
 	bool was_in_call = in_call;
 	in_call = false;
+	if (t && exc_held)
+		exc_apply(t); /* the call ended without going idle on the same poll: the excursion did something */
 	if (t && atomic_load(&t->state) == PCB_THREAD_BUSY)
 		set_base(dev, t);
 	else if (t && was_in_call)
@@ -309,8 +351,10 @@ uint64_t cxip_vt_charge(struct cxip_dev *dev)
 void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt)
 {
 	struct pcb_thread *t = self(dev);
-	if (t)
+	if (t) {
+		exc_apply(t);
 		advance_to(t, vt); /* a completion is never seen before its virtual time */
+	}
 }
 
 uint64_t cxip_vt_stamp(struct cxip_dev *dev, uint64_t *last_stamp)
@@ -429,8 +473,11 @@ static int idle_on(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bo
 		}
 		if (r == -ETIMEDOUT) {
 			/* Nothing changed for a while: let the caller look at the world again. */
-			if (!resume(dev, t))
+			if (!resume(dev, t)) {
+				atomic_fetch_add_explicit(&dev->pcb->park_timeouts, 1, memory_order_relaxed);
+				excursion = true; /* its CPU is charged only if it does something (above) */
 				return -FI_EAGAIN;
+			}
 			break;
 		}
 		w = atomic_load(&t->wake);
@@ -458,6 +505,10 @@ int cxip_vt_idle_poll(struct cxip_dev *dev, const void *key, _Atomic uint64_t *s
 {
 	if (seen && atomic_exchange(seen, changes) != changes)
 		return -FI_EAGAIN;
+	if (exc_held && seen) {
+		exc_ps = 0; /* the same poll again, nothing changed: the excursion was the poll loop itself */
+		exc_held = false;
+	}
 	return idle_on(dev, PCB_WAIT_ANY, UINT64_MAX, ready, arg, key);
 }
 

@@ -173,6 +173,7 @@ int main(int argc, char **argv)
 	d.st_wakes = stats_counter(st, "emulation.wakes");
 	d.st_held_reqs = stats_counter(st, "emulation.held_requests");
 	d.st_awake_spinners = stats_counter(st, "emulation.awake_spinners");
+	d.st_park_timeouts = stats_counter(st, "emulation.park_timeouts");
 	if (capture && capture_open(&d, capture, cap_payload, cap_image))
 		return 2;
 	pool_init(&d.op_pool, sizeof(struct dop), 1024);

@@ -228,7 +228,7 @@ struct daemon {
 	/* counters (stats registry) */
 	uint64_t *st_attach, *st_detach, *st_client_deaths, *st_cmds, *st_events, *st_backlogged, *st_bad_cmds,
 		*st_causality_lag, *st_causality_lag_count, *st_stalls, *st_stalls_paced, *st_extrapolations, *st_wakes, *st_held_reqs,
-		*st_awake_spinners;
+		*st_awake_spinners, *st_park_timeouts;
 };
 
 /* server.c */

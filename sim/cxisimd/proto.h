@@ -148,7 +148,10 @@ struct pcb_shm {
 	_Atomic uint64_t req_vt_ps;
 	_Atomic uint32_t req_slot;
 	uint32_t pad32;
-	uint64_t pad[3];
+	/* Parks that ended by park_timeout (wall time) with nobody waking the thread: metrics.json
+	 * emulation.park_timeouts, summed by the daemon at detach. */
+	_Atomic uint64_t park_timeouts;
+	uint64_t pad[2];
 	struct pcb_thread threads[CXISIM_MAX_THREADS];
 };
 #define PCB_MAGIC 0x70636231u

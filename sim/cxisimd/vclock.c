@@ -552,6 +552,8 @@ void vclock_detach(struct client *c)
 	if (c->vs) {
 		awake_detach(c->d);
 		hostidle_detach(c->d);
+		if (c->pcb) /* the process's parks that its wall-clock timeout ended (provider/vtime.c) */
+			*c->d->st_park_timeouts += atomic_load(&c->pcb->park_timeouts);
 	}
 	if (c->pcb_efd >= 0) {
 		ev_io_stop(c->d->loop, &c->pcb_io);

@@ -54,6 +54,24 @@ def test_trapped_counter_reads_are_not_charged():
     assert virt < 0.25 * cpu, rows
 
 
+def test_park_timeout_excursions_are_not_charged():
+    """A parked thread whose park ends by its wall-clock timeout (emulation.park_timeout_us; 10 us here, so
+    that many do) gets an empty poll back; the CPU it spends before it polls the same CQ again, with nothing
+    changed, must not move its clock, or what it measures depends on how fast the daemon and the peer ran
+    in wall time.  clock_work's pinger burns 1 ms of CPU after every such poll while its echo replies
+    100 us (virtual sleep) + 50 us (CPU) after the ping: every round trip stays far below 1 ms (with the
+    excursions charged, 3-5 of 20 took 1.0-1.1 ms)."""
+    for _ in range(3):
+        r = cxisim_exec([CLOCK_WORK, "excursion"], sets={"emulation.park_timeout_us": 10}, timeout=120)
+        assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+        rows = [(int(v), int(n)) for v, n in re.findall(r"^excursion (\d+) (\d+) 0$", r.stdout, re.M)]
+        assert len(rows) == 20, r.stdout
+        assert all(150_000 <= v < 500_000 for v, _ in rows), rows
+        if any(n > 1 for _, n in rows):
+            return
+    pytest.skip("no park timed out in 3 runs: nothing to check")
+
+
 def test_virtual_waits_charge_only_the_application():
     """50 poll() calls with a 1 ms timeout on a pipe nobody writes: exactly 50 ms of virtual time for the
     waits, plus only what the application's own code costs.  The interposer's work in a virtual wait (its

@@ -12,7 +12,12 @@
  *   tsc:   reads the cycle counter TSC_READS times (x86-64; trapped and emulated where the CPU honours
  *          PR_SET_TSC: each read costs the thread a fault and a signal, which is not charged);
  *   poll:  POLLS calls of poll() with a 1 ms timeout on a pipe nobody writes (virtual waits: their
- *          readiness checks are the interposer's work, not charged).
+ *          readiness checks are the interposer's work, not charged);
+ *   excursion: a round trip whose echo sleeps ECHO_SLEEP_NS (virtual) and burns ECHO_BURN_NS of CPU before
+ *          it replies, while the pinger
+ *          polls its CQ and burns EXCURSION_NS of CPU after every empty poll but the first after its send:
+ *          only a park that ended by its wall-clock timeout (emulation.park_timeout_us) hands it such a
+ *          poll, and that CPU must not move its clock (provider/vtime.c "excursion").
  * Prints one line per iteration: "<mode> <virtual ns> <cpu ns> <wall ns>", then "PASSED clock_work" when
  * every message arrived. */
 #include <poll.h>
@@ -23,8 +28,30 @@
 #define ITERS 20
 #define TSC_READS 200
 #define POLLS 50
+#define ECHO_SLEEP_NS 100000
+#define EXCURSION_NS 1000000
+#define ECHO_BURN_NS 50000
 
 static bool mpi_order;
+static bool echo_sleeps; /* excursion: the echo replies ECHO_SLEEP_NS (virtual) after the ping */
+
+/* The pinger's side of an excursion round trip: virtual ns from the send to the reply's completion. */
+static uint64_t excursion_rt(struct t_ep *t, fi_addr_t peer, uint64_t *n)
+{
+	char buf[8] = "ping";
+	struct fi_cq_tagged_entry e;
+	T_OK(fi_recv(t->ep, buf, sizeof(buf), NULL, peer, NULL));
+	uint64_t v0 = t_mono_ns();
+	T_OK(fi_inject(t->ep, buf, sizeof(buf), peer));
+	uint64_t empties = 0;
+	ssize_t r;
+	while ((r = fi_cq_read(t->cq, &e, 1)) == -FI_EAGAIN)
+		if (empties++) /* the first empty poll after the send returns at once; any later one is an excursion */
+			t_burn_cpu(EXCURSION_NS);
+	T_CHECK(r == 1, "excursion: fi_cq_read %zd", r);
+	*n = empties;
+	return t_mono_ns() - v0;
+}
 
 static void msg(struct t_ep *t, fi_addr_t peer, bool send_first)
 {
@@ -50,8 +77,22 @@ static void msg(struct t_ep *t, fi_addr_t peer, bool send_first)
 		T_OK(fi_send(t->ep, buf, sizeof(buf), NULL, peer, NULL));
 		t_cq_expect(t->cq, &e, "send");
 	}
-	t_cq_expect(t->cq, &e, "recv");
+	if (echo_sleeps && !send_first) {
+		ssize_t r; /* a polling loop, never the wait fd (a poll with a 100 ms timeout) */
+		while ((r = fi_cq_read(t->cq, &e, 1)) == -FI_EAGAIN)
+			;
+		T_CHECK(r == 1, "echo: fi_cq_read %zd", r);
+	} else {
+		t_cq_expect(t->cq, &e, "recv");
+	}
 	if (!send_first) {
+		if (echo_sleeps) {
+			struct timespec d = {0, ECHO_SLEEP_NS};
+			nanosleep(&d, NULL);
+			t_burn_cpu(ECHO_BURN_NS); /* wall time for the pinger's parks to time out in */
+			T_OK(fi_inject(t->ep, buf, sizeof(buf), peer));
+			return;
+		}
 		T_OK(fi_send(t->ep, buf, sizeof(buf), NULL, peer, NULL));
 		t_cq_expect(t->cq, &e, "send");
 	}
@@ -82,11 +123,12 @@ int main(int argc, char **argv)
 {
 	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
 	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi") &&
-	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc") && strcmp(a.mode, "poll")) {
-		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll\n");
+	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc") && strcmp(a.mode, "poll") && strcmp(a.mode, "excursion")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll|excursion\n");
 		return 2;
 	}
 	mpi_order = !strcmp(a.mode, "rt-mpi");
+	echo_sleeps = !strcmp(a.mode, "excursion");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	t_link_init(&a.link);
 	pid_t child = t_fork(echo, &a, "echo");
@@ -98,6 +140,15 @@ int main(int argc, char **argv)
 	t_send(c, t.name, sizeof(t.name));
 	fi_addr_t peer = t_insert(&t, name);
 	msg(&t, peer, true); /* both sides attached and warm */
+	if (echo_sleeps) {
+		for (int i = 0; i < ITERS; i++) {
+			uint64_t n, v = excursion_rt(&t, peer, &n);
+			printf("excursion %" PRIu64 " %" PRIu64 " 0\n", v, n); /* virtual ns, empty polls (> 1: excursions) */
+		}
+		t_close(&t);
+		t_join(child, "echo");
+		return t_finish("clock_work");
+	}
 	for (int i = 0; i < ITERS; i++) {
 		uint64_t v0 = t_mono_ns(), c0 = t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = t_raw_clock_ns(CLOCK_MONOTONIC);
 		if (!strcmp(a.mode, "burn")) {
