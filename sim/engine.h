@@ -82,7 +82,7 @@ void sim_prefetch_hook(struct sim *sim, sim_fn fn, sim_prefetch_fn pf);
  * (a packet -> its switch record -> the output port's record -> its credit ring).  At a million endpoints
  * an event costs about a microsecond, ample to hide a DRAM miss issued an event early.  Same rules:
  * prefetches only, no state changes.  sim_prefetch_hook is stage 0. */
-#define SIM_PREFETCH_STAGES 3
+#define SIM_PREFETCH_STAGES 5
 void sim_prefetch_hook_stage(struct sim *sim, sim_fn fn, unsigned stage, sim_prefetch_fn pf);
 
 void sim_set_limits(struct sim *sim, struct sim_limits lim);

@@ -180,7 +180,7 @@ static inline bool evq_run_first_(const struct evq *q)
  * state (an endpoint, a NIC, a switch port): fetching it a few events early overlaps that miss with the
  * handlers in between instead of stalling the handler that needs it. */
 #ifndef EVQ_PREFETCH_AHEAD
-#define EVQ_PREFETCH_AHEAD 5
+#define EVQ_PREFETCH_AHEAD 6
 #endif
 #define EVQ_PREFETCH_ARG_MIN (1ULL << 32) /* below: an index or a count, not an address */
 

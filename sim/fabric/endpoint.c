@@ -573,15 +573,19 @@ static void deliver_prefetch_next(const void *obj, uint64_t arg)
 	__builtin_prefetch(d->att[msg->m->dst].nic);
 }
 
-/* ... and one more: what the NIC's receive handler reaches from its record (fabric_deliver_prefetch). */
-static void deliver_prefetch_last(const void *obj, uint64_t arg)
+/* ... and on the next three pops: what the NIC's receive handler reaches from its record, one level deeper
+ * each time (fabric_deliver_prefetch). */
+static inline void deliver_prefetch_rx(const void *obj, uint64_t arg, unsigned stage)
 {
 	const struct df *d = obj;
 	const struct df_msg *msg = (const struct df_msg *)(uintptr_t)arg;
 	const struct df_attach *a = &d->att[msg->m->dst];
 	if (d->rx_pf && a->fn == d->rx_pf_fn)
-		d->rx_pf(a->nic, msg->m);
+		d->rx_pf(a->nic, msg->m, stage);
 }
+static void deliver_prefetch_rx0(const void *obj, uint64_t arg) { deliver_prefetch_rx(obj, arg, 0); }
+static void deliver_prefetch_rx1(const void *obj, uint64_t arg) { deliver_prefetch_rx(obj, arg, 1); }
+static void deliver_prefetch_rx2(const void *obj, uint64_t arg) { deliver_prefetch_rx(obj, arg, 2); }
 
 void df_send_prefetch(const struct fabric *f, const struct fabric_msg *m, unsigned stage)
 {
@@ -595,15 +599,22 @@ void df_send_prefetch(const struct fabric *f, const struct fabric_msg *m, unsign
 	const struct df_ep *e = d->ep[m->src];
 	if (!e)
 		return;
-	if (stage == 1)
+	if (stage == 1) {
 		__builtin_prefetch(e);
-	else if (e->ft)
-		__builtin_prefetch(&e->ft[ft_slot(ft_key(m->dst, m->tc), e->ft_mask)]);
+	} else if (e->ft) {
+		const struct df_ftent *s = &e->ft[ft_slot(ft_key(m->dst, m->tc), e->ft_mask)];
+		if (stage == 2)
+			__builtin_prefetch(s);
+		else if (s->f && s->key == ft_key(m->dst, m->tc))
+			__builtin_prefetch(s->f); /* the flow record, when it sits in its home slot */
+	}
 }
 
 void df_endpoint_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, ev_deliver, deliver_prefetch);
 	sim_prefetch_hook_stage(sim, ev_deliver, 1, deliver_prefetch_next);
-	sim_prefetch_hook_stage(sim, ev_deliver, 2, deliver_prefetch_last);
+	sim_prefetch_hook_stage(sim, ev_deliver, 2, deliver_prefetch_rx0);
+	sim_prefetch_hook_stage(sim, ev_deliver, 3, deliver_prefetch_rx1);
+	sim_prefetch_hook_stage(sim, ev_deliver, 4, deliver_prefetch_rx2);
 }

@@ -43,8 +43,9 @@ struct fabric;
 
 /* Called (as an event of the destination) when a message has fully arrived. */
 typedef void (*fabric_deliver_fn)(struct sim *sim, void *nic, struct fabric_msg *m);
-/* A delivery's prefetch hook (see sim_prefetch_hook): may only prefetch what `fn` will touch for m. */
-typedef void (*fabric_deliver_prefetch_fn)(const void *nic, const struct fabric_msg *m);
+/* A delivery's prefetch hook (see sim_prefetch_hook_stage): stage k (0, 1, 2, one pop apart) may only
+ * prefetch what `fn` will touch for m, one record deeper per stage. */
+typedef void (*fabric_deliver_prefetch_fn)(const void *nic, const struct fabric_msg *m, unsigned stage);
 
 struct fabric_ops {
 	void (*attach)(struct fabric *f, uint32_t nic, fabric_deliver_fn fn, void *nic_obj);
@@ -61,9 +62,10 @@ struct fabric_ops {
 	 * message's last byte has arrived. */
 	uint32_t (*mtu_bytes)(const struct fabric *f);
 	/* Optional (may be NULL): shortly before a message is delivered to an endpoint attached with `fn`,
-	 * with that endpoint's record in cache, call pf(nic_obj, m) (a prefetch hook: changes nothing). */
+	 * with that endpoint's record in cache, call pf(nic_obj, m, k) for stages k = 0, 1, 2 on three
+	 * consecutive pops (a prefetch hook: changes nothing). */
 	void (*deliver_prefetch)(struct fabric *f, fabric_deliver_fn fn, fabric_deliver_prefetch_fn pf);
-	/* Optional (may be NULL): for a sender's prefetch hook, stage k (0, 1, 2: one pop apart, see
+	/* Optional (may be NULL): for a sender's prefetch hook, stage k (0 .. 3: one pop apart, see
 	 * sim_prefetch_hook_stage) of what fabric_send(m) will touch first.  Prefetches only. */
 	void (*send_prefetch)(const struct fabric *f, const struct fabric_msg *m, unsigned stage);
 };

@@ -147,6 +147,21 @@ int nic_eq_status(struct nic *nic, uint32_t eqn, struct nic_eq_status *st)
 	return 0;
 }
 
+void nic_eq_prefetch(const struct nic *nic, uint32_t eqn, unsigned stage)
+{
+	if (stage == 0) {
+		__builtin_prefetch(&nic->eqs);
+	} else if (eqn < nic->eqs.n) {
+		if (stage == 1) {
+			__builtin_prefetch(&nic->eqs.rec[eqn]);
+		} else {
+			const char *q = nic->eqs.rec[eqn];
+			__builtin_prefetch(q); /* a record may straddle two lines: both */
+			__builtin_prefetch(q + sizeof(struct nic_eq) - 1);
+		}
+	}
+}
+
 /* Room for one ordinary event (what a flow-control PtlTE checks before it accepts a message). */
 bool nic_eq_has_room(struct nic *nic, uint32_t eqn)
 {

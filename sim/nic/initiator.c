@@ -421,7 +421,7 @@ static void send_now_prefetch(const void *obj, uint64_t arg)
 	(void)arg;
 	__builtin_prefetch(&NIC_C(nic, pkts_tx));
 	__builtin_prefetch(&NIC_C(nic, tx_bytes));
-	__builtin_prefetch(nic->sct);
+	nic_pct_prefetch(nic, (const struct nic_pkt *)(uintptr_t)arg, false, 0);
 	fabric_send_prefetch(nic->fabric, &((const struct nic_pkt *)(uintptr_t)arg)->msg, 0);
 }
 
@@ -432,15 +432,24 @@ static void send_now_prefetch_next(const void *obj, uint64_t arg)
 	const struct nic *nic = obj;
 	const struct nic_pkt *p = (const struct nic_pkt *)(uintptr_t)arg;
 	if (p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO)
-		nic_pct_sct_prefetch(nic, p);
+		nic_pct_prefetch(nic, p, false, 1);
 	fabric_send_prefetch(nic->fabric, &p->msg, 1);
 }
 
-/* ... and one more: the fabric's next level (fabric_send_prefetch). */
+/* ... and two more: the connection that expires first, the fabric's next levels (fabric_send_prefetch). */
 static void send_now_prefetch_last(const void *obj, uint64_t arg)
 {
 	const struct nic *nic = obj;
-	fabric_send_prefetch(nic->fabric, &((const struct nic_pkt *)(uintptr_t)arg)->msg, 2);
+	const struct nic_pkt *p = (const struct nic_pkt *)(uintptr_t)arg;
+	if (p->type == PKT_PUT || p->type == PKT_GET || p->type == PKT_AMO)
+		nic_pct_prefetch(nic, p, false, 2);
+	fabric_send_prefetch(nic->fabric, &p->msg, 2);
+}
+
+static void send_now_prefetch_flow(const void *obj, uint64_t arg)
+{
+	const struct nic *nic = obj;
+	fabric_send_prefetch(nic->fabric, &((const struct nic_pkt *)(uintptr_t)arg)->msg, 3);
 }
 
 void nic_initiator_prefetch_hooks(struct sim *sim)
@@ -448,4 +457,5 @@ void nic_initiator_prefetch_hooks(struct sim *sim)
 	sim_prefetch_hook(sim, send_now, send_now_prefetch);
 	sim_prefetch_hook_stage(sim, send_now, 1, send_now_prefetch_next);
 	sim_prefetch_hook_stage(sim, send_now, 2, send_now_prefetch_last);
+	sim_prefetch_hook_stage(sim, send_now, 3, send_now_prefetch_flow);
 }

@@ -202,6 +202,10 @@ void nic_eq_next(struct nic *nic, uint32_t eqn);
 void nic_eq_ack(struct nic *nic, uint32_t eqn);
 int nic_eq_adjust_reserved_fc(struct nic *nic, uint32_t eqn, int delta); /* -ENOSPC if not enough free */
 int nic_eq_status(struct nic *nic, uint32_t eqn, struct nic_eq_status *st);
+/* For a prefetch hook (sim_prefetch_hook_stage): stage k (0, 1, 2; one pop apart) of what a lookup of EQ
+ * eqn by number (nic_eq_status, nic_eq_peek, ...) loads: the NIC's EQ table, the table's slot, the EQ's
+ * record.  Prefetches only. */
+void nic_eq_prefetch(const struct nic *nic, uint32_t eqn, unsigned stage);
 
 /* ------------------------------------------------------------------------------------------------------
  * Counting events (CTs): a success count (48 bits) and a failure count (7 bits), advanced by LEs and DMA

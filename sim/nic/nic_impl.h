@@ -512,9 +512,11 @@ void nic_send_nack(struct nic *nic, struct nic_pkt *req);
 struct nic_pct_table;
 bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p);
 int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p);
-/* Prefetch hooks' helper: the lines nic_pct_sct_use will touch for this packet, given that the NIC record
- * and the table record are in cache (only prefetches; nothing changes). */
-void nic_pct_sct_prefetch(const struct nic *nic, const struct nic_pkt *p);
+/* Prefetch hooks' helper: stage k (0, 1, 2; one pop apart, NIC record in cache) of the lines
+ * nic_pct_sct_use (target false) or nic_pct_tct_use (true) will touch for this packet: the table record,
+ * the connection's slot and the FIFO's ends, the slot of the connection that expires first.  Prefetches
+ * only. */
+void nic_pct_prefetch(const struct nic *nic, const struct nic_pkt *p, bool target, unsigned stage);
 void nic_pct_free(struct nic *nic);
 uint64_t nic_pct_bytes(const struct nic *nic); /* the connection tables' bytes (memory accounting) */
 /* One connection table on its own (tests): a use of class `key` at `now` returns 1 if it opened a connection,

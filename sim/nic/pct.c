@@ -197,21 +197,32 @@ bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p)
 	return r == 1;
 }
 
-/* The connection's home slot, the FIFO's tail (where this use goes) and head (what expires first). */
-static void table_prefetch(const struct nic_pct_table *t, uint64_t key)
+/* Stage 1: the connection's home slot, the FIFO's tail (where this use goes) and head (what expires first);
+ * stage 2, with the head in cache: the slot of the connection the head names (expire() looks it up). */
+static void table_prefetch(const struct nic_pct_table *t, uint64_t key, unsigned stage)
 {
-	if (t->cap)
-		__builtin_prefetch(&t->slots[(uint32_t)mix(key + 1) & (t->cap - 1)], 1);
-	if (t->fcap) {
-		__builtin_prefetch(&t->fifo[(t->fhead + t->flen) % t->fcap], 1);
-		__builtin_prefetch(&t->fifo[t->fhead]);
+	if (stage == 1) {
+		if (t->cap)
+			__builtin_prefetch(&t->slots[(uint32_t)mix(key + 1) & (t->cap - 1)], 1);
+		if (t->fcap) {
+			__builtin_prefetch(&t->fifo[(t->fhead + t->flen) % t->fcap], 1);
+			__builtin_prefetch(&t->fifo[t->fhead]);
+		}
+	} else if (t->flen && t->cap) {
+		__builtin_prefetch(&t->slots[(uint32_t)mix(t->fifo[t->fhead].key) & (t->cap - 1)], 1);
 	}
 }
 
-void nic_pct_sct_prefetch(const struct nic *nic, const struct nic_pkt *p)
+void nic_pct_prefetch(const struct nic *nic, const struct nic_pkt *p, bool target, unsigned stage)
 {
-	if (nic->active && nic->sct)
-		table_prefetch(nic->sct, conn_class(nic, p->msg.dst, p->dst_pid, p->index));
+	const struct nic_pct_table *t = target ? nic->tct : nic->sct;
+	if (!t || (!target && !nic->active))
+		return;
+	if (stage == 0)
+		__builtin_prefetch(t);
+	else
+		table_prefetch(t, target ? conn_class(nic, p->msg.src, p->dst_pid, p->index)
+					 : conn_class(nic, p->msg.dst, p->dst_pid, p->index), stage);
 }
 
 /* Returns -1 when the request is refused (no TCT left), 1 when it opened a target connection, else 0. */

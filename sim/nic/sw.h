@@ -187,6 +187,10 @@ uint32_t sw_ep_rx_ptn(const struct sw_ep *ep);
 struct nic *sw_ep_nic(const struct sw_ep *ep);
 /* SW_PROGRESS_MANUAL: process pending events now (fi_cq_read's progress). */
 void sw_ep_progress(struct sw_ep *ep);
+/* For a prefetch hook (sim_prefetch_hook_stage) of an event that posts on ep (sw_recv, sw_send): stage k
+ * (0 .. 3; one pop apart) of what the post reads first: the endpoint's record, then the lookups of its
+ * receive and transmit EQs (nic_eq_prefetch).  Prefetches only. */
+void sw_ep_post_prefetch(const struct sw_ep *ep, unsigned stage);
 /* fi_set_val(FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME) */
 void sw_ep_set_rnr_max_timeout_us(struct sw_ep *ep, uint64_t us);
 /* fi_setopt(FI_OPT_MIN_MULTI_RECV) after enable: applies to multi-receive buffers posted from now on. */

@@ -627,6 +627,25 @@ static void progress_eq(struct sw_ep *ep, uint32_t eqn)
 		sw_fatal(ep, "H/W Event Queue overflow detected.\n");
 }
 
+void sw_ep_post_prefetch(const struct sw_ep *ep, unsigned stage)
+{
+	if (stage == 0) {
+		/* the fields sw_recv and sw_send read before they queue (lines of a 1.1 KB record) */
+		__builtin_prefetch(&ep->nic);
+		__builtin_prefetch(&ep->attr);
+		__builtin_prefetch(&ep->eq_tx);
+		__builtin_prefetch(&ep->state);
+		__builtin_prefetch(&ep->posted);
+		__builtin_prefetch(&ep->rx_outstanding);
+		__builtin_prefetch(&ep->tx_outstanding);
+		__builtin_prefetch(&ep->closing);
+		return;
+	}
+	nic_eq_prefetch(ep->nic, ep->eq_rx, stage - 1);
+	if (stage > 1)
+		nic_eq_prefetch(ep->nic, ep->eq_tx, stage - 1);
+}
+
 void sw_ep_progress(struct sw_ep *ep)
 {
 	if (!ep || ep->closing)

@@ -179,9 +179,11 @@ Test(engine_queue, requested_stop_and_past_schedule_rejected)
 }
 
 /* Prefetch hooks: called for events of their handler only (each at most once), shortly before they run
- * (events far enough ahead to reach the queue's sorted run, as nearly all do in a large model), with their obj
+ * (events far enough ahead to reach the queue's sorted run, as nearly all do in a large model: here ~40 per
+ * 4.1 ns window of the run, enough for the first stage's SIM_PREFETCH_STAGES pops of lead), with their obj
  * and arg; the run (order, times, count) is the same with and without them. */
-static uint64_t hook_calls, hook_wrong, next_calls, next_wrong, next_early, last_calls, last_early;
+static uint64_t hook_calls, hook_wrong, next_calls, next_wrong, next_early, last_calls, last_early, final_calls,
+	final_early;
 static void hooked(struct sim *sim, void *obj, uint64_t arg)
 {
 	(void)sim;
@@ -200,7 +202,7 @@ static void hook_pf(const void *obj, uint64_t arg)
 }
 
 /* The second stage: same handler only, and only after the first stage saw the entry (one level deeper). */
-static uint64_t first_seen[1000], second_seen[1000];
+static uint64_t first_seen[1000], second_seen[1000], third_seen[1000];
 static void hook_pf_first(const void *obj, uint64_t arg)
 {
 	hook_pf(obj, arg);
@@ -221,6 +223,15 @@ static void hook_pf_last(const void *obj, uint64_t arg)
 	last_calls++;
 	next_wrong += arg >= 1000 || obj == NULL;
 	last_early += arg < 1000 && !second_seen[arg];
+	if (arg < 1000)
+		third_seen[arg]++;
+}
+/* The last stage (SIM_PREFETCH_STAGES - 1), with the stages between it and the third without hooks. */
+static void hook_pf_final(const void *obj, uint64_t arg)
+{
+	final_calls++;
+	next_wrong += arg >= 1000 || obj == NULL;
+	final_early += arg < 1000 && !third_seen[arg];
 }
 
 static uint64_t run_mixed(int hook, uint64_t *events, simtime_t *end)
@@ -232,16 +243,18 @@ static uint64_t run_mixed(int hook, uint64_t *events, simtime_t *end)
 	} else if (hook == 2) {
 		memset(first_seen, 0, sizeof(first_seen));
 		memset(second_seen, 0, sizeof(second_seen));
+		memset(third_seen, 0, sizeof(third_seen));
 		sim_prefetch_hook_stage(s, hooked, 2, hook_pf_last); /* a later stage registered first: same slot */
 		sim_prefetch_hook(s, hooked, hook_pf_first);
 		sim_prefetch_hook_stage(s, hooked, 1, hook_pf_next);
+		sim_prefetch_hook_stage(s, hooked, SIM_PREFETCH_STAGES - 1, hook_pf_final);
 		sim_prefetch_hook_stage(s, hooked, SIM_PREFETCH_STAGES, hook_pf_next); /* no such stage: ignored */
 	}
 	uint64_t acc = 0;
 	struct rng r;
 	rng_init(&r, 3, "hooks");
 	for (uint64_t i = 0; i < 2000; i++)
-		sim_schedule(s, 10000 + rng_below(&r, 1000000), i % 2 ? hooked : unhooked, &acc, i % 2 ? i / 2 : i + 1000);
+		sim_schedule(s, 10000 + rng_below(&r, 200000), i % 2 ? hooked : unhooked, &acc, i % 2 ? i / 2 : i + 1000);
 	sim_run(s);
 	*events = sim_events_processed(s);
 	*end = sim_now(s);
@@ -270,6 +283,7 @@ Test(engine_queue, later_stage_hooks_follow_the_earlier_and_change_nothing)
 	uint64_t ev0, ev2;
 	simtime_t t0, t2;
 	hook_calls = hook_wrong = next_calls = next_wrong = next_early = last_calls = last_early = 0;
+	final_calls = final_early = 0;
 	uint64_t a0 = run_mixed(0, &ev0, &t0);
 	uint64_t a2 = run_mixed(2, &ev2, &t2);
 	cr_assert_eq(a0, a2);
@@ -286,6 +300,10 @@ Test(engine_queue, later_stage_hooks_follow_the_earlier_and_change_nothing)
 	cr_assert_leq(last_calls, 1000, "%llu calls: an entry offered twice", (unsigned long long)last_calls);
 	cr_assert_eq(last_early, 0, "%llu entries reached the third stage before the second",
 		     (unsigned long long)last_early);
+	cr_assert_gt(final_calls, 500, "last stage called %llu times", (unsigned long long)final_calls);
+	cr_assert_leq(final_calls, 1000, "%llu calls: an entry offered twice", (unsigned long long)final_calls);
+	cr_assert_eq(final_early, 0, "%llu entries reached the last stage before the third",
+		     (unsigned long long)final_early);
 	for (unsigned i = 0; i < 1000; i++)
 		cr_assert_leq(first_seen[i], 1, "entry %u offered %llu times to the first stage", i,
 			      (unsigned long long)first_seen[i]);
