@@ -62,6 +62,10 @@ static bool evq_put(struct dqueue *q, const void *data, uint16_t nslots)
 	memcpy(slot, data, (size_t)nslots * RING_SLOT);
 	((struct cxs_evt *)slot)->nslots = ns;
 	ring_publish(&q->ring, ns);
+	/* The wait fd first, then the wake-up: a thread woken in poll() on the CQ's fd (the clock interposer's
+	 * virtual wait) looks at the fd at once, and if the doorbell came after, nothing woke it again before
+	 * its timeout -- 100 ms of virtual time per message in a program that waits with poll(fd, 100). */
+	evq_doorbell(q);
 	/* Virtual mode: the completion is visible from now on; threads waiting for it wake at now. */
 	if (daemon_virtual(q->o.c->d))
 		vclock_wake(q->o.c, q->o.id);
@@ -71,7 +75,6 @@ static bool evq_put(struct dqueue *q, const void *data, uint16_t nslots)
 void queue_flush_backlog(struct dqueue *q)
 {
 	struct daemon *d = q->o.c->d;
-	bool any = false;
 	while (q->bl_head && evq_put(q, q->bl_head->data, q->bl_head->nslots)) {
 		struct backlog *b = q->bl_head;
 		q->bl_head = b->next;
@@ -79,12 +82,9 @@ void queue_flush_backlog(struct dqueue *q)
 			q->bl_tail = NULL;
 		q->bl_count--;
 		pool_put(&d->backlog_pool, b);
-		any = true;
 		if (!q->bl_head)
 			d->nbacklogged--;
 	}
-	if (any)
-		evq_doorbell(q);
 }
 
 /* Events keep their order: once one waits in the backlog, later ones queue behind it. */
@@ -92,10 +92,8 @@ static void evq_post(struct dqueue *q, const void *data, uint16_t nslots)
 {
 	struct daemon *d = q->o.c->d;
 	(*d->st_events)++;
-	if (!q->bl_head && evq_put(q, data, nslots)) {
-		evq_doorbell(q);
+	if (!q->bl_head && evq_put(q, data, nslots))
 		return;
-	}
 	struct backlog *b = pool_get(&d->backlog_pool);
 	b->next = NULL;
 	b->nslots = nslots;

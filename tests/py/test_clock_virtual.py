@@ -54,6 +54,21 @@ def test_trapped_counter_reads_are_not_charged():
     assert virt < 0.25 * cpu, rows
 
 
+@pytest.mark.parametrize("mode", ["rt", "rt-mpi"])
+def test_waits_on_the_cq_fd_end_at_the_completion(mode):
+    """clock_work's round trips wait for each completion as event-driven programs do: an empty fi_cq_read,
+    fi_trywait, then poll() on the CQ's wait fd with a 100 ms timeout (the interposer's virtual wait).  The
+    daemon used to wake the thread before ringing the fd's doorbell; the woken thread saw no fd ready and
+    slept on to its timeout: 100 or 200 ms of virtual time in most round trips at cpu_scale 1.  Now every
+    one ends at its completion (5-17 us here at cpu_scale 1); at cpu_scale 0 two runs give the same
+    round trips to the nanosecond."""
+    rows = work_rows(mode, 1)
+    assert all(v < 1_000_000 for v, _, _ in rows), rows
+    a, b = work_rows(mode, 0), work_rows(mode, 0)
+    assert [r[0] for r in a] == [r[0] for r in b], (a, b)
+    assert all(v < 3_000 for v, _, _ in a), a
+
+
 def test_park_timeout_excursions_are_not_charged():
     """A parked thread whose park ends by its wall-clock timeout (emulation.park_timeout_us; 10 us here, so
     that many do) gets an empty poll back; the CPU it spends before it polls the same CQ again, with nothing
