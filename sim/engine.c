@@ -201,11 +201,12 @@ void sim_prefetch_hook_stage(struct sim *s, sim_fn fn, unsigned stage, sim_prefe
 void sim_prefetch_hook(struct sim *s, sim_fn fn, sim_prefetch_fn pf) { sim_prefetch_hook_stage(s, fn, 0, pf); }
 
 /* Called after a pop, when evq_ahead(k) is the event k + 1 pops away.  The queue prefetched an event's
- * object and pointer-like arg when it was EVQ_PREFETCH_AHEAD (5) pops away; 4 pops away, with those lines
- * in cache, stage 0 of its handler's hook fetches the next level; 3 pops away stage 1 the level after,
- * 2 pops away stage 2 (a pop ahead of a handler that costs ~1 us at a million endpoints: ample).  At
- * 106,496 clients two stages at 3 and 2 or 2 and 1 pops, queue prefetch 4 or 6, measured alike within the
- * machine's noise, all 10-15% fewer CPU seconds than one stage. */
+ * object and pointer-like arg when it was EVQ_PREFETCH_AHEAD (6) pops away; 5 pops away, with those lines
+ * in cache, stage 0 of its handler's hook fetches the next level; 4 pops away stage 1 the level after, and
+ * so on to stage 4, 1 pop away (a pop ahead of a handler that costs ~0.5 us at a million endpoints:
+ * ample).  At 106,496 clients two stages at 3 and 2 or 2 and 1 pops, queue prefetch 4 or 6, measured alike
+ * within the machine's noise, all 10-15% fewer CPU seconds than one stage; five stages let the chains of
+ * a client's post and of the PCT tables reach their last records (docs/evq.md). */
 #define SIM_HOOK_AHEAD (SIM_PREFETCH_STAGES + 0) /* stage 0's entry: evq_ahead(SIM_HOOK_AHEAD) */
 _Static_assert(EVQ_PREFETCH_AHEAD > SIM_HOOK_AHEAD, "the queue's own prefetch comes before every stage");
 

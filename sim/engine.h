@@ -69,7 +69,7 @@ sim_timer sim_timer_start(struct sim *sim, simtime_t delay, sim_fn fn, void *obj
 bool sim_timer_cancel(struct sim *sim, sim_timer *h);
 bool sim_timer_pending(const sim_timer *h);
 
-/* A prefetch hook: when an event of handler `fn` is four events away from running, the run loop calls
+/* A prefetch hook: when an event of handler `fn` is five events away from running, the run loop calls
  * pf(obj, arg), which may only issue prefetches (__builtin_prefetch) for the records the handler will
  * reach through obj and arg -- the second level of what the queue prefetches itself (the object and a
  * pointer-like arg, one pop earlier, so those are in cache by then).  It must not change any state:
@@ -79,7 +79,8 @@ typedef void (*sim_prefetch_fn)(const void *obj, uint64_t arg);
 void sim_prefetch_hook(struct sim *sim, sim_fn fn, sim_prefetch_fn pf);
 /* Later stages, for chains that go deeper: stage k (1 .. SIM_PREFETCH_STAGES - 1) is called for the entry
  * stage k - 1 saw, one pop later, so what that stage prefetched may now be read to reach the next level
- * (a packet -> its switch record -> the output port's record -> its credit ring).  At a million endpoints
+ * (a packet -> its switch record -> the output port's record -> its credit ring; a client's post -> its
+ * provider endpoint -> the NIC -> the EQ table -> the EQ record).  At a million endpoints
  * an event costs about a microsecond, ample to hide a DRAM miss issued an event early.  Same rules:
  * prefetches only, no state changes.  sim_prefetch_hook is stage 0. */
 #define SIM_PREFETCH_STAGES 5
