@@ -42,7 +42,8 @@ static void *signaller(void *arg)
 {
 	struct t_ep *t = arg;
 	/* A provider user from here on (its sleep is virtual, it holds virtual time while busy): a signal to a
-	 * CQ of its own, which never idles it.  (A memory registration does not make it one.) */
+	 * CQ of its own, which never idles it.  (A memory registration does not make it one: without an
+	 * endpoint bound it never reaches the daemon.) */
 	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD, .size = 16};
 	struct fid_cq *own;
 	T_OK(fi_cq_open(t->dom, &ca, &own, NULL));
