@@ -378,12 +378,14 @@ static int cq_signal(struct fid_cq *fid)
 		return -FI_ENOSYS;
 	atomic_store(&cq->signaled, true);
 	struct cxip_dev *dev = cq->dom->dev;
-	if (dev->virt) /* the wake-ups are the provider's work */
-		cxip_vt_wake_local(dev, cq->q.id, cxip_vt_enter(dev));
+	uint64_t vt = dev->virt ? cxip_vt_enter(dev) : 0;
+	/* The wait fd first: a thread woken in poll() on it looks at it at once (sim/cxisimd/endpoint.c). */
 	uint64_t one = 1;
 	int ret = write(cq->q.efd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
-	if (dev->virt)
+	if (dev->virt) { /* the wake-ups are the provider's work */
+		cxip_vt_wake_local(dev, cq->q.id, vt);
 		cxip_vt_rebase(dev);
+	}
 	return ret;
 }
 

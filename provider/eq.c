@@ -113,13 +113,15 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 	eq->changes++;
 	pthread_mutex_unlock(&eq->lock);
 	struct cxip_dev *dev = eq_dev(eq);
-	if (dev)
-		cxip_vt_wake_local(dev, eq->vt_id, cxip_vt_enter(dev)); /* the wake-ups are the provider's work */
+	uint64_t vt = dev ? cxip_vt_enter(dev) : 0;
+	/* The wait fd first: a thread woken in poll() on it looks at it at once (sim/cxisimd/endpoint.c). */
 	uint64_t one = 1;
 	ssize_t r = write(eq->efd, &one, sizeof(one));
 	(void)r;
-	if (dev)
+	if (dev) {
+		cxip_vt_wake_local(dev, eq->vt_id, vt); /* the wake-ups are the provider's work */
 		cxip_vt_rebase(dev);
+	}
 	return (ssize_t)len;
 }
 

@@ -61,8 +61,8 @@ static const struct param emu_params[] = {
 	  "measured (docs/provider.md 'What the model predicts'): the daemon holds this Linux PM QoS CPU latency "
 	  "limit (/dev/cpu_dma_latency, needs root) while processes are attached (cpu_scale > 0); 0 keeps idle "
 	  "CPUs polling instead of halting: NetPIPE 8 B at cpu_scale 1 idle 1.91 -> 1.57 us against 1.61-1.65 "
-	  "under 2-3 CPU hogs, fi_pingpong 1.655 -> 1.27 against 1.345-1.36; costs power (in a VM, host CPU), no "
-	  "CPU time of any task; -1 asks for nothing" },
+	  "under 2-3 CPU hogs, fi_pingpong 1.655 -> 1.27 against 1.345-1.36; costs power (in a VM, host CPU); a "
+	  "CPU-bound loop beside the run ran 6-12% slower per second; -1 asks for nothing" },
 };
 
 static const char *const placements[] = { "auto", "node0", "round_robin", "rank", NULL };

@@ -12,8 +12,10 @@
  * (loaded figures unchanged: a busy core never idles), and each run took ~20% less wall time.
  *
  * A latency limit of 0 makes every cpuidle governor (haltpoll, menu, teo, ladder) pick the polling state;
- * the polling loop is the idle task's and ends as soon as anything is runnable, so it takes no CPU time from
- * any task of this host (unlike keep_cores_awake's spinners).  Its cost is power, and in a virtual machine
+ * the polling loop is the idle task's and ends as soon as anything is runnable, so no task waits for it (unlike
+ * keep_cores_awake's spinners, which took ~50% of both cores from other sessions).  Still, a CPU-bound loop
+ * beside the run was 6-12% slower per second (a polling vCPU may share a physical core with it; not
+ * separated from the emulation simply finishing sooner).  Its cost is power, and in a virtual machine
  * the physical cores the idle vCPUs keep: a host kernel that halts its idle vCPUs at once
  * (haltpoll.guest_halt_poll_ns=0, this machine's setting) does so to give them back.  The request is the
  * kernel's per-open-file one: it ends when the daemon closes the file or dies, and it is held only while

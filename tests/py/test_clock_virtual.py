@@ -69,6 +69,16 @@ def test_waits_on_the_cq_fd_end_at_the_completion(mode):
     assert all(v < 3_000 for v, _, _ in a), a
 
 
+def test_cq_signal_ends_a_poll_on_the_cq_fd():
+    """One thread sleeps in poll() on its CQ's wait fd (100 ms timeout), another calls fi_cq_signal 1 ms
+    (virtual) later: the poll returns then.  fi_cq_signal used to wake the sleeper before writing the fd,
+    and a sleeper that looked at the fd first slept on to its timeout (100 ms in 3-5 of 20 here)."""
+    r = cxisim_exec([CLOCK_WORK, "signal"], timeout=120)
+    assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+    waits = [int(v) for v in re.findall(r"^signal (\d+) 0 0$", r.stdout, re.M)]
+    assert len(waits) == 20 and all(v < 10_000_000 for v in waits), waits
+
+
 def test_park_timeout_excursions_are_not_charged():
     """A parked thread whose park ends by its wall-clock timeout (emulation.park_timeout_us; 10 us here, so
     that many do) gets an empty poll back; the CPU it spends before it polls the same CQ again, with nothing

@@ -17,7 +17,10 @@
  *          it replies, while the pinger
  *          polls its CQ and burns EXCURSION_NS of CPU after every empty poll but the first after its send:
  *          only a park that ended by its wall-clock timeout (emulation.park_timeout_us) hands it such a
- *          poll, and that CPU must not move its clock (provider/vtime.c "excursion").
+ *          poll, and that CPU must not move its clock (provider/vtime.c "excursion");
+ *   signal: the main thread sleeps in poll() on its CQ's wait fd (fi_trywait first; a 100 ms timeout)
+ *          while a second thread, SIGNAL_NS (virtual) after both are ready, calls fi_cq_signal on it: the
+ *          poll must return then, not at its timeout.
  * Prints one line per iteration: "<mode> <virtual ns> <cpu ns> <wall ns>", then "PASSED clock_work" when
  * every message arrived. */
 #include <poll.h>
@@ -31,6 +34,52 @@
 #define ECHO_SLEEP_NS 100000
 #define EXCURSION_NS 1000000
 #define ECHO_BURN_NS 50000
+#define SIGNAL_NS 1000000
+
+static pthread_barrier_t signal_ready;
+
+static void *signaller(void *arg)
+{
+	struct t_ep *t = arg;
+	/* A provider user from here on (its sleep is virtual, it holds virtual time while busy): a signal to a
+	 * CQ of its own, which never idles it.  (A memory registration does not make it one: without an
+	 * endpoint bound it never reaches the daemon.) */
+	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD, .size = 16};
+	struct fid_cq *own;
+	T_OK(fi_cq_open(t->dom, &ca, &own, NULL));
+	T_OK(fi_cq_signal(own));
+	pthread_barrier_wait(&signal_ready);
+	struct timespec d = {0, SIGNAL_NS};
+	nanosleep(&d, NULL);
+	T_OK(fi_cq_signal(t->cq));
+	T_OK(fi_close(&own->fid));
+	return NULL;
+}
+
+/* Virtual ns the main thread spends in poll() on the CQ's fd until the other thread's fi_cq_signal. */
+static uint64_t signal_wait(struct t_ep *t)
+{
+	int fd = -1;
+	struct fid *f = &t->cq->fid;
+	T_OK(fi_control(f, FI_GETWAIT, &fd));
+	pthread_t th;
+	pthread_barrier_init(&signal_ready, NULL, 2);
+	T_CHECK(pthread_create(&th, NULL, signaller, t) == 0, "pthread_create");
+	pthread_barrier_wait(&signal_ready);
+	uint64_t v0 = t_mono_ns();
+	int n = fi_trywait(t->fab, &f, 1);
+	T_CHECK(n == 0, "fi_trywait %d", n);
+	struct pollfd p = {fd, POLLIN, 0};
+	n = poll(&p, 1, 100);
+	uint64_t v = t_mono_ns() - v0;
+	T_CHECK(n == 1, "poll on the CQ fd returned %d", n);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&signal_ready);
+	uint64_t drain;
+	ssize_t r = read(fd, &drain, sizeof(drain));
+	(void)r;
+	return v;
+}
 
 static bool mpi_order;
 static bool echo_sleeps; /* excursion: the echo replies ECHO_SLEEP_NS (virtual) after the ping */
@@ -123,8 +172,9 @@ int main(int argc, char **argv)
 {
 	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
 	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi") &&
-	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc") && strcmp(a.mode, "poll") && strcmp(a.mode, "excursion")) {
-		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll|excursion\n");
+	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc") && strcmp(a.mode, "poll") && strcmp(a.mode, "excursion") &&
+	    strcmp(a.mode, "signal")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll|excursion|signal\n");
 		return 2;
 	}
 	mpi_order = !strcmp(a.mode, "rt-mpi");
@@ -140,6 +190,15 @@ int main(int argc, char **argv)
 	t_send(c, t.name, sizeof(t.name));
 	fi_addr_t peer = t_insert(&t, name);
 	msg(&t, peer, true); /* both sides attached and warm */
+	if (!strcmp(a.mode, "signal")) {
+		for (int i = 0; i < ITERS; i++)
+			printf("signal %" PRIu64 " 0 0\n", signal_wait(&t));
+		for (int i = 0; i < ITERS; i++)
+			msg(&t, peer, true); /* the echo's messages */
+		t_close(&t);
+		t_join(child, "echo");
+		return t_finish("clock_work");
+	}
 	if (echo_sleeps) {
 		for (int i = 0; i < ITERS; i++) {
 			uint64_t n, v = excursion_rt(&t, peer, &n);
