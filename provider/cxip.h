@@ -196,6 +196,7 @@ struct cxip_dev {
 	bool virt;
 	double cpu_scale;      /* pcb->cpu_scale, copied at attach: the pcb's first line is the daemon's (vtime.c) */
 	int pcb_efd;           /* rung when the daemon waits for one of this process's threads */
+	_Atomic uint64_t local_wakes; /* cxip_vt_wake_local calls (fi_cq_signal, fi_eq_write): vtime.c op_wait */
 	struct cxip_pollable *pollables; /* CQs and EQs: what an idle thread checks before it parks */
 	size_t npollables, pollables_cap;
 };

@@ -526,6 +526,7 @@ void cxip_vt_wake_local(struct cxip_dev *dev, uint32_t wait_id, uint64_t at)
 {
 	if (!dev->virt)
 		return;
+	atomic_fetch_add(&dev->local_wakes, 1); /* for a waiter not idle yet: op_wait */
 	atomic_thread_fence(memory_order_seq_cst);
 	uint32_t n = atomic_load(&dev->pcb->slots_hwm);
 	for (uint32_t i = 0; i < n && i < CXISIM_MAX_THREADS; i++) {
@@ -591,8 +592,13 @@ static int op_now(uint64_t *ps)
 	return now_ending(ps, NULL, false);
 }
 
+static __thread uint64_t local_wakes_seen; /* op_wait */
+
 static int op_enter(uint64_t *ps)
 {
+	struct cxip_dev *dev = ops_dev();
+	if (dev)
+		local_wakes_seen = atomic_load(&dev->local_wakes); /* before the interposer's first check: op_wait */
 	return now_ending(ps, NULL, true);
 }
 
@@ -629,13 +635,26 @@ static int op_sleep_until(uint64_t deadline, uint64_t *now)
 	}
 }
 
+/* The interposer checks its real fds (poll(0)) between `enter` (or the previous op_wait) and op_wait.  A
+ * local wake-up (fi_cq_signal, fi_eq_write: the fd written, then the process's idle threads woken) that
+ * falls between that check and the thread's going idle finds it busy and wakes nobody, and the thread
+ * then slept to its timeout (100 ms in ~1 of 3 runs of test_cq_signal_ends_a_poll_on_the_cq_fd).  So
+ * the thread notes the count of local wake-ups where its check begins and, once idle, returns at once
+ * if it moved (Dekker with cxip_vt_wake_local's count-then-scan). */
+static bool local_woken(void *arg)
+{
+	struct cxip_dev *dev = arg;
+	return atomic_load(&dev->local_wakes) != local_wakes_seen;
+}
+
 static int op_wait(uint64_t deadline, uint64_t *now)
 {
 	struct cxip_dev *dev = ops_dev();
 	if (!dev || !user_self(dev))
 		return -1;
 	/* A timed wait of the interposer (poll, epoll_wait, a condition variable...) is a poll loop too. */
-	int r = idle_on(dev, PCB_WAIT_ANY, deadline, NULL, NULL, &clock_ops);
+	int r = idle_on(dev, PCB_WAIT_ANY, deadline, local_woken, dev, &clock_ops);
+	local_wakes_seen = atomic_load(&dev->local_wakes); /* the caller checks its fds again next */
 	if (r == -FI_EIO)
 		return -1;
 	*now = cxip_vt_charge(dev);
