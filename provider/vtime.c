@@ -218,6 +218,13 @@ static __thread bool excursion;  /* back from a park by its timeout; no provider
 static __thread bool exc_held;   /* exc_ps is held back (decided by the call now running) */
 static __thread uint64_t exc_ps;
 
+/* The held excursion was the poll loop itself (the same poll again): it is not charged. */
+static void exc_drop(void)
+{
+	exc_ps = 0;
+	exc_held = false;
+}
+
 static void exc_apply(struct pcb_thread *t)
 {
 	if (!exc_held && !excursion)
@@ -358,10 +365,8 @@ void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt)
 		 * held excursion is dropped here as for an empty poll, or which of the two won would show in the
 		 * program's figures (1 ms burnt in an excursion charged in ~1 of 60 round trips of
 		 * test_park_timeout_excursions_are_not_charged). */
-		if (exc_held) {
-			exc_ps = 0;
-			exc_held = false;
-		}
+		if (exc_held)
+			exc_drop();
 		exc_apply(t);
 		advance_to(t, vt); /* a completion is never seen before its virtual time */
 	}
@@ -515,10 +520,8 @@ int cxip_vt_idle_poll(struct cxip_dev *dev, const void *key, _Atomic uint64_t *s
 {
 	if (seen && atomic_exchange(seen, changes) != changes)
 		return -FI_EAGAIN;
-	if (exc_held && seen) {
-		exc_ps = 0; /* the same poll again, nothing changed: the excursion was the poll loop itself */
-		exc_held = false;
-	}
+	if (exc_held && seen)
+		exc_drop(); /* the same poll again, nothing changed */
 	return idle_on(dev, PCB_WAIT_ANY, UINT64_MAX, ready, arg, key);
 }
 
