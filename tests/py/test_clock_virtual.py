@@ -94,11 +94,11 @@ def test_park_timeout_excursions_are_not_charged():
     100 us (virtual sleep) + 50 us (CPU) after the ping: every round trip stays far below 1 ms (with the
     excursions charged, 3-5 of 20 took 1.0-1.1 ms in every run).
 
-    A residual race is known (docs/provider.md "Time"): on a loaded host one round trip in roughly 100
-    still gets part of an excursion charged (5 of 40 runs under 2 CPU hogs had one such round trip, 0 of
-    40 idle; the code before the rule had 11 of 40 runs with them under hogs, 3-5 per run).  So the rule
-    must hold for every round trip of at least one of up to 5 runs in which parks timed out; the code
-    that charged excursions fails that in every run."""
+    A residual race is known (docs/provider.md "Time"): on a loaded host a round trip now and then still
+    gets part of an excursion charged (1 of 24 runs under 2 CPU hogs once the stall rule stopped
+    extrapolating excursions, 2-3 of 12 before; 0 of 40 idle).  So the rule must hold for every round trip
+    of at least one of up to 5 runs in which parks timed out; the code that charged excursions fails that
+    in every run."""
     bad_runs = []
     for _ in range(5):
         r = cxisim_exec([CLOCK_WORK, "excursion"], sets={"emulation.park_timeout_us": 10}, timeout=120)
@@ -115,6 +115,21 @@ def test_park_timeout_excursions_are_not_charged():
     if bad_runs:
         pytest.fail(f"excursions charged in every run with timed-out parks: {bad_runs}")
     pytest.skip("no park timed out in 5 runs: nothing to check")
+
+
+def test_stalled_excursions_are_not_extrapolated():
+    """The same program with the stall rule looking after 100 us of wall time (emulation.stall_timeout_us):
+    each 1 ms excursion outlasts it, and a thread extrapolated from its CPU time in an excursion jumps to a
+    horizon that holds the excursion's CPU, which dropping the excursion cannot take back.  A thread back
+    from a timed-out park is extrapolated only after 50 x stall_timeout_us: 0 of 13 runs with a round trip
+    out of bounds, against 11 of 13 without that (3-8 such round trips a run)."""
+    for _ in range(2):
+        r = cxisim_exec([CLOCK_WORK, "excursion"], sets={"emulation.park_timeout_us": 10,
+                                                         "emulation.stall_timeout_us": 100}, timeout=120)
+        assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+        rows = [int(v) for v in re.findall(r"^excursion (\d+) \d+ 0$", r.stdout, re.M)]
+        assert len(rows) == 20, r.stdout
+        assert all(150_000 <= v < 500_000 for v in rows), rows
 
 
 def test_virtual_waits_charge_only_the_application():
