@@ -233,6 +233,7 @@ static void exc_apply(struct pcb_thread *t)
 		atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + exc_ps);
 	exc_ps = 0;
 	exc_held = excursion = false;
+	atomic_store(&t->excursion, 0);
 }
 
 /* Where the application's span ended when the emulation read the CPU clock itself, before the provider was
@@ -275,6 +276,7 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 	}
 	if (hold && entered) {
 		excursion = false; /* the call decides: the same poll again drops exc_ps, anything else applies it */
+		atomic_store(&t->excursion, 0);
 		exc_held = true;
 	}
 	if (enter && !in_call) {
@@ -337,6 +339,7 @@ void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot)
 		read_cost_floor();
 	my_cpu_base = cpu_sample(dev);
 	struct pcb_thread *t = &dev->pcb->threads[slot];
+	atomic_store(&t->excursion, 0);
 	uint32_t hwm = atomic_load(&dev->pcb->slots_hwm);
 	while (hwm < (uint32_t)slot + 1 && !atomic_compare_exchange_weak(&dev->pcb->slots_hwm, &hwm, (uint32_t)slot + 1))
 		;
@@ -491,6 +494,10 @@ static int idle_on(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bo
 			if (!resume(dev, t)) {
 				atomic_fetch_add_explicit(&dev->pcb->park_timeouts, 1, memory_order_relaxed);
 				excursion = true; /* its CPU is charged only if it does something (above) */
+				/* ... and the daemon's stall rule does not extrapolate it from its CPU time soon:
+				 * had it done so, time would have gone on by the excursion's CPU, which the drop
+				 * cannot take back (sim/cxisimd/vclock.c). */
+				atomic_store(&t->excursion, 1);
 				return -FI_EAGAIN;
 			}
 			break;

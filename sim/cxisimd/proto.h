@@ -124,7 +124,7 @@ struct pcb_thread {
 	_Atomic uint32_t pub_seq;     /* bumped by the thread each time it publishes its clock */
 	_Atomic uint32_t stalled;     /* set by the daemon: time went on without this thread (stall rule) */
 	_Atomic uint32_t emitting;    /* between taking a command's stamp and publishing the command */
-	uint32_t pad0;
+	_Atomic uint32_t excursion;   /* back from a park by its timeout, no provider entry since (vtime.c) */
 	uint64_t pad;
 };
 _Static_assert(sizeof(struct pcb_thread) == 64, "a thread slot is one cache line");

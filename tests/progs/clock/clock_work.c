@@ -18,7 +18,8 @@
  *          polls its CQ and burns EXCURSION_NS of CPU after every empty poll but the first after its send:
  *          only a park that ended by its wall-clock timeout (emulation.park_timeout_us) hands it such a
  *          poll, and that CPU must not move its clock (provider/vtime.c "excursion");
- *   signal: the main thread sleeps in poll() on its CQ's wait fd (fi_trywait first; a 100 ms timeout)
+ *   signal: the main thread sleeps in poll() on its CQ's wait fd (fi_trywait first, before the second
+ *          thread starts; a 100 ms timeout)
  *          while a second thread, SIGNAL_NS (virtual) after both are ready, calls fi_cq_signal on it: the
  *          poll must return then, not at its timeout.
  * Prints one line per iteration: "<mode> <virtual ns> <cpu ns> <wall ns>", then "PASSED clock_work" when
@@ -62,13 +63,17 @@ static uint64_t signal_wait(struct t_ep *t)
 	int fd = -1;
 	struct fid *f = &t->cq->fid;
 	T_OK(fi_control(f, FI_GETWAIT, &fd));
+	/* fi_trywait drains the fd (a signal before it is lost, as upstream), so it comes before the signaller
+	 * exists.  After the barrier it would race with the signal: a thread blocked in the barrier is stalled
+	 * (time goes on without it at the wall clock's pace), and on a loaded host the signaller's 1 ms can
+	 * pass before the main thread, released but not yet running, reaches fi_trywait. */
+	int n = fi_trywait(t->fab, &f, 1);
+	T_CHECK(n == 0, "fi_trywait %d", n);
 	pthread_t th;
 	pthread_barrier_init(&signal_ready, NULL, 2);
 	T_CHECK(pthread_create(&th, NULL, signaller, t) == 0, "pthread_create");
 	pthread_barrier_wait(&signal_ready);
 	uint64_t v0 = t_mono_ns();
-	int n = fi_trywait(t->fab, &f, 1);
-	T_CHECK(n == 0, "fi_trywait %d", n);
 	struct pollfd p = {fd, POLLIN, 0};
 	n = poll(&p, 1, 100);
 	uint64_t v = t_mono_ns() - v0;
