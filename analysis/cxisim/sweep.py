@@ -191,9 +191,15 @@ class Sweep:
             return i, d, time.monotonic() - t0
 
         done = 0
+        futs = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
-            futs = [ex.submit(one, i) for i in range(n)]
+            # Submitting is inside the try: a worker starts its engine while the main thread is still
+            # submitting the next point (on a loaded host it may not run again before that engine is up),
+            # and a Ctrl-C or SIGTERM landing there must stop the running engines too -- outside the try,
+            # the pool's exit waited for them to finish their whole run.
             try:
+                for i in range(n):
+                    futs.append(ex.submit(one, i))
                 for fut in concurrent.futures.as_completed(futs):
                     i, d, wall = fut.result()
                     dirs[i], walls[i] = d, wall

@@ -261,6 +261,52 @@ def test_sigterm_stops_a_sweep(tmp_path):
     assert not left, left  # (an empty scenario directory may stay when the points raced to create it)
 
 
+def test_sigterm_while_submitting_stops_the_started_points(tmp_path, monkeypatch):
+    """The race behind a sweep that outlived SIGTERM on a loaded host: point 1's worker started its engine
+    while the main thread was still submitting point 2, and the signal landed there.  Driven here on
+    purpose: the second submit raises Terminated (what the SIGTERM handler raises) once the first engine
+    runs.  The sweep must stop that engine and return at once; before the fix the pool's exit waited for
+    the engine's whole run (event_limit 2e9: minutes), so this test fails by its timeout."""
+    import concurrent.futures
+    import threading
+    from cxisim import Terminated
+    from cxisim.sweep import Sweep
+    import cxisim.run as runmod
+    monkeypatch.setenv("CXISIM_BUILD", BUILD)
+    monkeypatch.setattr(runmod, "_stopping", False)
+    path = write(tmp_path, "sw.yaml.j2", LONG + "sweep:\n  hold.pending: [100, 200]\n")
+    out = tmp_path / "out"
+    sw = Sweep(path, out=str(out))
+    real_submit = concurrent.futures.ThreadPoolExecutor.submit
+    calls = []
+
+    def submit(self, fn, *a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            assert _wait_for(lambda: len(_engines_of(str(out))) == 1), "point 1 did not start"
+            raise Terminated()
+        return real_submit(self, fn, *a, **kw)
+
+    monkeypatch.setattr(concurrent.futures.ThreadPoolExecutor, "submit", submit)
+    result = {}
+
+    def run():
+        try:
+            sw.run(jobs=2, log=None)
+        except BaseException as e:  # noqa: B902 -- Terminated is what must come out
+            result["exc"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    try:
+        assert not t.is_alive(), "the sweep waited for its running engine after Terminated"
+        assert isinstance(result.get("exc"), Terminated), result
+        assert _wait_for(lambda: not _engines_of(str(out)), 10), "engines outlived the sweep"
+    finally:
+        runmod.stop_engines()
+
+
 # ---- 15, 16: the engine's own input
 
 def _engine(engine, *args, **kw):
