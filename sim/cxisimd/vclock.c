@@ -445,16 +445,14 @@ static void stall_check_client(struct daemon *d, struct client *c, double wall, 
 		uint64_t cpu = 0;
 		bool known = thread_proc_info(c->pid, t->tid, &st, &cpu);
 		uint64_t base = atomic_load(&t->cpu_ns);
-		/* Running while CPU time is free: maybe only descheduled between two provider calls on a loaded
-		 * host; it is let go only after a longer wait, so such runs stay exact. */
-		if (known && st == 'R' && d->emu->cpu_scale <= 0 && wall - v->seen_wall < 50 * d->emu->stall_timeout_s)
-			continue;
-		/* Back from a park by its wall-clock timeout (an excursion, provider/vtime.c): most likely its poll
-		 * loop going round, whose CPU is not charged when it polls the same object again.  Extrapolated,
-		 * time would go on by that CPU, which the thread cannot take back (a round trip of
-		 * test_park_timeout_excursions_are_not_charged charged ~0.4-0.9 ms of a 1 ms excursion in ~1 run
-		 * of 5 under CPU hogs).  So it is waited for as long as a thread computing while CPU time is free. */
-		if (known && st == 'R' && atomic_load(&t->excursion) && wall - v->seen_wall < 50 * d->emu->stall_timeout_s)
+		/* Let go only after a longer wait, so such runs stay exact: a thread running while CPU time is free
+		 * (maybe only descheduled between two provider calls on a loaded host), and one back from a park by its
+		 * wall-clock timeout (an excursion, provider/vtime.c: most likely its poll loop going round, whose CPU is
+		 * not charged when it polls the same object again; extrapolated, time would go on by that CPU, which the
+		 * thread cannot take back -- a round trip of test_park_timeout_excursions_are_not_charged charged
+		 * ~0.4-0.9 ms of a 1 ms excursion in ~1 run of 5 under CPU hogs). */
+		bool patient = d->emu->cpu_scale <= 0 || atomic_load(&t->excursion);
+		if (known && st == 'R' && patient && wall - v->seen_wall < 50 * d->emu->stall_timeout_s)
 			continue;
 		if (known && st == 'R' && d->emu->cpu_scale > 0) {
 			if (cpu <= base)
