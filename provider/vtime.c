@@ -214,7 +214,8 @@ static bool resume(struct cxip_dev *dev, struct pcb_thread *t)
  * wait, a clock read between.  Clock reads through the interposer during the excursion (Open MPI reads the
  * cycle counter in its progress loop) are held back alike, so the clock they return is the one the drop
  * leaves. */
-static __thread bool excursion;  /* back from a park by its timeout; no provider entry since */
+/* Whether the thread is in an excursion (back from a park by its timeout, no provider entry since) is its
+ * slot's `excursion`: the daemon's stall rule reads it too (sim/cxisimd/vclock.c). */
 static __thread bool exc_held;   /* exc_ps is held back (decided by the call now running) */
 static __thread uint64_t exc_ps;
 
@@ -227,12 +228,12 @@ static void exc_drop(void)
 
 static void exc_apply(struct pcb_thread *t)
 {
-	if (!exc_held && !excursion)
+	if (!exc_held && !atomic_load_explicit(&t->excursion, memory_order_relaxed))
 		return;
 	if (exc_ps)
 		atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + exc_ps);
 	exc_ps = 0;
-	exc_held = excursion = false;
+	exc_held = false;
 	atomic_store(&t->excursion, 0);
 }
 
@@ -251,7 +252,7 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 {
 	/* An excursion's charges are held back at a provider call's entry and at clock reads (see above);
 	 * anything else the thread does applies them first. */
-	bool hold = excursion && (!entered || (enter && !in_call));
+	bool hold = atomic_load_explicit(&t->excursion, memory_order_relaxed) && (!entered || (enter && !in_call));
 	if (!hold)
 		exc_apply(t);
 	/* The CPU clock is read before anything else, so that the span charged ends where the application's
@@ -275,8 +276,7 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 		my_cpu_base = cpu;
 	}
 	if (hold && entered) {
-		excursion = false; /* the call decides: the same poll again drops exc_ps, anything else applies it */
-		atomic_store(&t->excursion, 0);
+		atomic_store(&t->excursion, 0); /* the call decides: the same poll again drops exc_ps, else applies it */
 		exc_held = true;
 	}
 	if (enter && !in_call) {
@@ -493,10 +493,9 @@ static int idle_on(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bo
 			/* Nothing changed for a while: let the caller look at the world again. */
 			if (!resume(dev, t)) {
 				atomic_fetch_add_explicit(&dev->pcb->park_timeouts, 1, memory_order_relaxed);
-				excursion = true; /* its CPU is charged only if it does something (above) */
-				/* ... and the daemon's stall rule does not extrapolate it from its CPU time soon:
-				 * had it done so, time would have gone on by the excursion's CPU, which the drop
-				 * cannot take back (sim/cxisimd/vclock.c). */
+				/* Its CPU is charged only if it does something (above), and the daemon's stall rule
+				 * does not extrapolate it from its CPU time soon: had it done so, time would have gone
+				 * on by the excursion's CPU, which the drop cannot take back (sim/cxisimd/vclock.c). */
 				atomic_store(&t->excursion, 1);
 				return -FI_EAGAIN;
 			}

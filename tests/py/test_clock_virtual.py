@@ -86,6 +86,15 @@ def test_cq_signal_ends_a_poll_on_the_cq_fd():
         assert all(v < 10_000_000 for v in waits), f"waits slept to their timeout: {waits}"
 
 
+def _excursion_rows(sets):
+    """clock_work excursion under `sets`: its 20 round trips as (virtual ns, empty polls before the reply)."""
+    r = cxisim_exec([CLOCK_WORK, "excursion"], sets=sets, timeout=120)
+    assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+    rows = [(int(v), int(n)) for v, n in re.findall(r"^excursion (\d+) (\d+) 0$", r.stdout, re.M)]
+    assert len(rows) == 20, r.stdout
+    return rows
+
+
 def test_park_timeout_excursions_are_not_charged():
     """A parked thread whose park ends by its wall-clock timeout (emulation.park_timeout_us; 10 us here, so
     that many do) gets an empty poll back; the CPU it spends before it polls the same CQ again, with nothing
@@ -101,10 +110,7 @@ def test_park_timeout_excursions_are_not_charged():
     in every run."""
     bad_runs = []
     for _ in range(5):
-        r = cxisim_exec([CLOCK_WORK, "excursion"], sets={"emulation.park_timeout_us": 10}, timeout=120)
-        assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
-        rows = [(int(v), int(n)) for v, n in re.findall(r"^excursion (\d+) (\d+) 0$", r.stdout, re.M)]
-        assert len(rows) == 20, r.stdout
+        rows = _excursion_rows({"emulation.park_timeout_us": 10})
         assert all(v >= 150_000 for v, _ in rows), rows  # the echo's 100 us sleep + 50 us of CPU, always
         if not any(n > 1 for _, n in rows):
             continue
@@ -124,12 +130,8 @@ def test_stalled_excursions_are_not_extrapolated():
     from a timed-out park is extrapolated only after 50 x stall_timeout_us: 0 of 13 runs with a round trip
     out of bounds, against 11 of 13 without that (3-8 such round trips a run)."""
     for _ in range(2):
-        r = cxisim_exec([CLOCK_WORK, "excursion"], sets={"emulation.park_timeout_us": 10,
-                                                         "emulation.stall_timeout_us": 100}, timeout=120)
-        assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
-        rows = [int(v) for v in re.findall(r"^excursion (\d+) \d+ 0$", r.stdout, re.M)]
-        assert len(rows) == 20, r.stdout
-        assert all(150_000 <= v < 500_000 for v in rows), rows
+        rows = _excursion_rows({"emulation.park_timeout_us": 10, "emulation.stall_timeout_us": 100})
+        assert all(150_000 <= v < 500_000 for v, _ in rows), rows
 
 
 def test_virtual_waits_charge_only_the_application():
