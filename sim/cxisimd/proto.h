@@ -147,11 +147,14 @@ struct pcb_shm {
 	 * request takes effect, and slot (PCB_REQ_NO_SLOT: none), woken at that time with the reply. */
 	_Atomic uint64_t req_vt_ps;
 	_Atomic uint32_t req_slot;
-	uint32_t pad32;
+	uint32_t span_clip_ns;         /* emulation.span_clip_ns: the most a short span's tail is forgiven (vtime.c) */
 	/* Parks that ended by park_timeout (wall time) with nobody waking the thread: metrics.json
 	 * emulation.park_timeouts, summed by the daemon at detach. */
 	_Atomic uint64_t park_timeouts;
-	uint64_t pad[2];
+	/* The span clip (span_clip_ns > 0): spans charged, spans clipped, CPU ns forgiven; metrics.json
+	 * emulation.spans, spans_clipped, span_clip_credit_ns, summed by the daemon at detach. */
+	_Atomic uint64_t spans, spans_clipped, span_clip_credit_ns;
+	uint64_t pad[7]; /* the thread slots stay where they were (cache-line aligned) */
 	struct pcb_thread threads[CXISIM_MAX_THREADS];
 };
 #define PCB_MAGIC 0x70636231u
