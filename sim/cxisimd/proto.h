@@ -151,8 +151,9 @@ struct pcb_shm {
 	/* Parks that ended by park_timeout (wall time) with nobody waking the thread: metrics.json
 	 * emulation.park_timeouts, summed by the daemon at detach. */
 	_Atomic uint64_t park_timeouts;
-	uint64_t pad[2];
-	struct pcb_thread threads[CXISIM_MAX_THREADS];
+	/* Each slot its own cache line (the mapping is page-aligned): a slot is written by its thread and the
+	 * daemon, never by a neighbour's thread or with the daemon's own fields above. */
+	_Alignas(64) struct pcb_thread threads[CXISIM_MAX_THREADS];
 };
 #define PCB_MAGIC 0x70636231u
 #define PCB_REQ_NO_SLOT UINT32_MAX
