@@ -154,8 +154,9 @@ struct pcb_shm {
 	/* The span clip (span_clip_ns > 0): spans charged, spans clipped, CPU ns forgiven; metrics.json
 	 * emulation.spans, spans_clipped, span_clip_credit_ns, summed by the daemon at detach. */
 	_Atomic uint64_t spans, spans_clipped, span_clip_credit_ns;
-	uint64_t pad[7]; /* the thread slots stay where they were (cache-line aligned) */
-	struct pcb_thread threads[CXISIM_MAX_THREADS];
+	/* Each slot its own cache line (the mapping is page-aligned): a slot is written by its thread and the
+	 * daemon, never by a neighbour's thread or with the daemon's own fields above. */
+	_Alignas(64) struct pcb_thread threads[CXISIM_MAX_THREADS];
 };
 #define PCB_MAGIC 0x70636231u
 #define PCB_REQ_NO_SLOT UINT32_MAX
