@@ -253,7 +253,8 @@ struct span_end {
  * this one ends): return addresses of provider entries, so the key is general (no table per program).
  * Per thread, SPAN_SITES slots hashed (collisions share an estimate).  The median is the sign-step estimator
  * (m moves by m/32, at least 1 ns, towards each sample): deterministic for the same spans, and a long burn
- * moves it by one step only.  The first SPAN_WARM samples of a site charge x. */
+ * moves it by one step only.  The first SPAN_WARM samples of a site charge x; m starts at their smallest
+ * (from the first alone, a cold first span took ~130 samples to walk down at m/32 a step). */
 #define SPAN_SITES 64
 #define SPAN_WARM 8
 struct span_site {
@@ -276,8 +277,15 @@ static uint64_t span_clipped(struct cxip_dev *dev, uint64_t x)
 		return x;
 	}
 	uint64_t m = s->m_ns, step = m / 32 ? m / 32 : 1;
+	if (s->n < SPAN_WARM) { /* the smallest of the first samples: the site's first span may be far above */
+		if (x < m)
+			s->m_ns = (uint32_t)x;
+		s->n++;
+		atomic_fetch_add_explicit(&dev->pcb->spans, 1, memory_order_relaxed);
+		return x;
+	}
 	uint64_t charged = x;
-	if (s->n >= SPAN_WARM && x > m) {
+	if (x > m) {
 		uint64_t credit = x - m < dev->span_clip_ns ? x - m : dev->span_clip_ns;
 		charged = x - credit;
 		atomic_fetch_add_explicit(&dev->pcb->spans_clipped, 1, memory_order_relaxed);
@@ -287,8 +295,6 @@ static uint64_t span_clipped(struct cxip_dev *dev, uint64_t x)
 		s->m_ns = (uint32_t)(m + step > UINT32_MAX ? UINT32_MAX : m + step);
 	else if (x < m)
 		s->m_ns = (uint32_t)(m - (step < m ? step : m));
-	if (s->n < SPAN_WARM)
-		s->n++;
 	atomic_fetch_add_explicit(&dev->pcb->spans, 1, memory_order_relaxed);
 	return charged;
 }
