@@ -195,6 +195,7 @@ struct cxip_dev {
 	/* virtual mode (vtime.c) */
 	bool virt;
 	double cpu_scale;      /* pcb->cpu_scale, copied at attach: the pcb's first line is the daemon's (vtime.c) */
+	uint32_t span_clip_ns; /* pcb->span_clip_ns, copied at attach (vtime.c: the span clip) */
 	int pcb_efd;           /* rung when the daemon waits for one of this process's threads */
 	_Atomic uint64_t local_wakes; /* cxip_vt_wake_local calls (fi_cq_signal, fi_eq_write): vtime.c op_wait */
 	struct cxip_pollable *pollables; /* CQs and EQs: what an idle thread checks before it parks */
@@ -234,7 +235,10 @@ void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot);
 uint64_t cxip_vt_charge(struct cxip_dev *dev); /* charge CPU time, publish; the thread's clock */
 /* The same at the entry of a provider call that ends with cxip_vt_rebase on every path: the two share the
  * call's CPU clock reads (one at entry, one at exit). */
-uint64_t cxip_vt_enter(struct cxip_dev *dev);
+uint64_t cxip_vt_enter_at(struct cxip_dev *dev, const void *site);
+/* site: the return address of the function that calls it (the application's call site when that function is
+ * the provider's entry point): with the previous span's end it keys the span clip (emulation.span_clip_ns). */
+#define cxip_vt_enter(dev) cxip_vt_enter_at((dev), __builtin_return_address(0))
 _Atomic uint32_t *cxip_vt_emitting(struct cxip_dev *dev); /* the slot's `emitting` flag, NULL: no slot */
 void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt); /* a completion of virtual time vt was read */
 /* A command's stamp: the clock, kept in order with the queue's last stamp. */

@@ -244,6 +244,55 @@ struct span_end {
 	uint64_t post_ns; /* CPU the way back to the application will cost after this call returns */
 };
 
+/* ---- the span clip (emulation.span_clip_ns > 0, cpu_scale > 0) ----
+ * On the simulated machine each rank owns its core.  On this shared host a span that follows a sleep pays
+ * for the caches, TLB and predictors a CPU hog or the daemon left cold: the typical (median) CPU of a span at
+ * one program site is stable under load, its upper tail is not.  So a span at a site whose running median m
+ * is known is charged x - min(max(0, x - m), clip): continuous, monotone, at most clip forgiven per span (a
+ * compute loop of 1 ms is charged 1 ms - clip).  A site is the pair (where the previous span ended, where
+ * this one ends): return addresses of provider entries, so the key is general (no table per program).
+ * Per thread, SPAN_SITES slots hashed (collisions share an estimate).  The median is the sign-step estimator
+ * (m moves by m/32, at least 1 ns, towards each sample): deterministic for the same spans, and a long burn
+ * moves it by one step only.  The first SPAN_WARM samples of a site charge x. */
+#define SPAN_SITES 64
+#define SPAN_WARM 8
+struct span_site {
+	uintptr_t key;
+	uint32_t m_ns, n;
+};
+static __thread struct span_site span_sites[SPAN_SITES];
+static __thread uintptr_t span_prev_site, span_site_now;
+
+static uint64_t span_clipped(struct cxip_dev *dev, uint64_t x)
+{
+	uintptr_t key = (span_prev_site * 0x9e3779b97f4a7c15ull) ^ span_site_now;
+	span_prev_site = span_site_now;
+	struct span_site *s = &span_sites[(key ^ (key >> 29)) % SPAN_SITES];
+	if (s->key != key || !s->n) {
+		s->key = key;
+		s->m_ns = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+		s->n = 1;
+		atomic_fetch_add_explicit(&dev->pcb->spans, 1, memory_order_relaxed);
+		return x;
+	}
+	uint64_t m = s->m_ns, step = m / 32 ? m / 32 : 1;
+	uint64_t charged = x;
+	if (s->n >= SPAN_WARM && x > m) {
+		uint64_t credit = x - m < dev->span_clip_ns ? x - m : dev->span_clip_ns;
+		charged = x - credit;
+		atomic_fetch_add_explicit(&dev->pcb->spans_clipped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&dev->pcb->span_clip_credit_ns, credit, memory_order_relaxed);
+	}
+	if (x > m)
+		s->m_ns = (uint32_t)(m + step > UINT32_MAX ? UINT32_MAX : m + step);
+	else if (x < m)
+		s->m_ns = (uint32_t)(m - (step < m ? step : m));
+	if (s->n < SPAN_WARM)
+		s->n++;
+	atomic_fetch_add_explicit(&dev->pcb->spans, 1, memory_order_relaxed);
+	return charged;
+}
+
 /* Charge the CPU time used since the last charge and publish the clock (the thread is BUSY after it).
  * enter: the caller re-bases at its exit (cxip_vt_rebase), so this read is the only one until then.
  * end: NULL, or where the span ended if the caller read it (then the base is set post_ns late). */
@@ -267,7 +316,10 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 	if (sample && !resumed) {
 		uint64_t cost = span_read_cost(end ? 0 : cpu);
 		if (cpu > my_cpu_base + cost) {
-			uint64_t ps = (uint64_t)((double)(cpu - my_cpu_base - cost) * 1e3 * dev->cpu_scale);
+			uint64_t x = cpu - my_cpu_base - cost;
+			if (dev->span_clip_ns)
+				x = span_clipped(dev, x);
+			uint64_t ps = (uint64_t)((double)x * 1e3 * dev->cpu_scale);
 			if (hold)
 				exc_ps += ps;
 			else
@@ -324,9 +376,10 @@ void cxip_vt_rebase(struct cxip_dev *dev)
 		atomic_store(&t->cpu_ns, my_cpu_base); /* idle: resuming re-bases; drop the in-call mark */
 }
 
-uint64_t cxip_vt_enter(struct cxip_dev *dev)
+uint64_t cxip_vt_enter_at(struct cxip_dev *dev, const void *site)
 {
 	struct pcb_thread *t = self(dev);
+	span_site_now = (uintptr_t)site;
 	return t ? charge_how(dev, t, true, true, NULL) : 0;
 }
 
@@ -355,6 +408,7 @@ _Atomic uint32_t *cxip_vt_emitting(struct cxip_dev *dev)
 uint64_t cxip_vt_charge(struct cxip_dev *dev)
 {
 	struct pcb_thread *t = self(dev);
+	span_site_now = (uintptr_t)__builtin_return_address(0);
 	return t ? charge(dev, t) : 0;
 }
 
@@ -592,6 +646,7 @@ static int now_ending(uint64_t *ps, const struct span_end *end, bool enter)
 		*ps = c > h ? c : h;
 		return 0;
 	}
+	span_site_now = enter ? 2 : end ? 3 : 1; /* the interposer's clock reads: one site per kind */
 	*ps = charge_how(dev, t, false, enter, end);
 	return 0;
 }

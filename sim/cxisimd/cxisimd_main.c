@@ -174,6 +174,9 @@ int main(int argc, char **argv)
 	d.st_held_reqs = stats_counter(st, "emulation.held_requests");
 	d.st_awake_spinners = stats_counter(st, "emulation.awake_spinners");
 	d.st_park_timeouts = stats_counter(st, "emulation.park_timeouts");
+	d.st_spans = stats_counter(st, "emulation.spans");
+	d.st_spans_clipped = stats_counter(st, "emulation.spans_clipped");
+	d.st_span_clip_credit = stats_counter(st, "emulation.span_clip_credit_ns");
 	if (capture && capture_open(&d, capture, cap_payload, cap_image))
 		return 2;
 	pool_init(&d.op_pool, sizeof(struct dop), 1024);

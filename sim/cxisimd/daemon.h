@@ -54,6 +54,7 @@ struct emu_cfg {
 	simtime_t retry;         /* virtual: idle time after a full command queue */
 	bool keep_cores_awake;   /* virtual, cpu_scale > 0: idle-class spinners on every core (awake.c) */
 	double cpu_latency_qos_us; /* virtual, cpu_scale > 0: the CPU latency request held while attached; -1 none (hostidle.c) */
+	uint32_t span_clip_ns;   /* virtual, cpu_scale > 0: the span clip's bound (provider/vtime.c) */
 	uint32_t max_clients;
 	uint32_t next_rr;
 };
@@ -228,7 +229,7 @@ struct daemon {
 	/* counters (stats registry) */
 	uint64_t *st_attach, *st_detach, *st_client_deaths, *st_cmds, *st_events, *st_backlogged, *st_bad_cmds,
 		*st_causality_lag, *st_causality_lag_count, *st_stalls, *st_stalls_paced, *st_extrapolations, *st_wakes, *st_held_reqs,
-		*st_awake_spinners, *st_park_timeouts;
+		*st_awake_spinners, *st_park_timeouts, *st_spans, *st_spans_clipped, *st_span_clip_credit;
 };
 
 /* server.c */

@@ -147,10 +147,13 @@ struct pcb_shm {
 	 * request takes effect, and slot (PCB_REQ_NO_SLOT: none), woken at that time with the reply. */
 	_Atomic uint64_t req_vt_ps;
 	_Atomic uint32_t req_slot;
-	uint32_t pad32;
+	uint32_t span_clip_ns;         /* emulation.span_clip_ns: the most a short span's tail is forgiven (vtime.c) */
 	/* Parks that ended by park_timeout (wall time) with nobody waking the thread: metrics.json
 	 * emulation.park_timeouts, summed by the daemon at detach. */
 	_Atomic uint64_t park_timeouts;
+	/* The span clip (span_clip_ns > 0): spans charged, spans clipped, CPU ns forgiven; metrics.json
+	 * emulation.spans, spans_clipped, span_clip_credit_ns, summed by the daemon at detach. */
+	_Atomic uint64_t spans, spans_clipped, span_clip_credit_ns;
 	/* Each slot its own cache line (the mapping is page-aligned): a slot is written by its thread and the
 	 * daemon, never by a neighbour's thread or with the daemon's own fields above. */
 	_Alignas(64) struct pcb_thread threads[CXISIM_MAX_THREADS];

@@ -536,6 +536,7 @@ int vclock_attach(struct client *c)
 	atomic_store(&p->horizon_ps, sim_now(d->sim));
 	atomic_store(&p->daemon_vt_ps, sim_now(d->sim));
 	p->cpu_scale = d->emu->cpu_scale;
+	p->span_clip_ns = d->emu->cpu_scale > 0 ? d->emu->span_clip_ns : 0;
 	p->park_timeout_ns = d->emu->park_timeout_ns;
 	p->retry_ps = d->emu->retry;
 	atomic_store(&p->daemon_want_ps, UINT64_MAX);
@@ -557,8 +558,12 @@ void vclock_detach(struct client *c)
 	if (c->vs) {
 		awake_detach(c->d);
 		hostidle_detach(c->d);
-		if (c->pcb) /* the process's parks that its wall-clock timeout ended (provider/vtime.c) */
+		if (c->pcb) { /* the process's parks that its wall-clock timeout ended (provider/vtime.c), its span clip */
 			*c->d->st_park_timeouts += atomic_load(&c->pcb->park_timeouts);
+			*c->d->st_spans += atomic_load(&c->pcb->spans);
+			*c->d->st_spans_clipped += atomic_load(&c->pcb->spans_clipped);
+			*c->d->st_span_clip_credit += atomic_load(&c->pcb->span_clip_credit_ns);
+		}
 	}
 	if (c->pcb_efd >= 0) {
 		ev_io_stop(c->d->loop, &c->pcb_io);

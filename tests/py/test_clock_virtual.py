@@ -284,3 +284,39 @@ def test_netpipe_cpu_scale_0_is_deterministic_and_ignores_host_load(tmp_path):
     for size in a:
         for other in (b, loaded):
             assert abs(other[size][1] - a[size][1]) <= 0.05 * a[size][1], (size, a[size], other[size])
+
+
+def tail_run(tmp_path, clip):
+    """clock_work tail at cpu_scale 1 with emulation.span_clip_ns CLIP: the short spans' virtual ns (the
+    common ones, the ones 2 us longer) and the 1 ms burn's (virtual ns, CPU ns); the run's counters."""
+    out = tmp_path / f"clip{clip}"
+    r = cxisim_exec([CLOCK_WORK, "tail"], sets={"cpu_scale": 1, "span_clip_ns": clip}, out=out, timeout=120)
+    assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines() if ln.startswith("tail")]
+    spans = [(int(x[1]), x[2] == "1") for x in rows if x[0] == "tail"]
+    assert len(spans) == 200, r.stdout
+    burn = [(int(x[1]), int(x[2])) for x in rows if x[0] == "tailburn"]
+    assert len(burn) == 1, r.stdout
+    # The site's median is known after its first samples: look at the spans after them.
+    short = statistics.median(v for v, long in spans[20:] if not long)
+    longer = statistics.median(v for v, long in spans[20:] if long)
+    return short, longer, burn[0], emulation_counters(out)
+
+
+def test_span_clip_forgives_a_short_spans_tail_not_a_long_burn(tmp_path):
+    """emulation.span_clip_ns (provider/vtime.c "span clip"): at one site (consecutive clock reads) 9 of
+    10 spans burn 1 us of CPU and 1 of 10 burns 3 us.  With a 20 us clip the longer ones are charged the
+    site's median (the short span's); with 0 they are charged their CPU.  A 1 ms burn at the same site is
+    charged 1 ms - clip with the clip, 1 ms without.  The counters say how many spans were clipped and by
+    how much in all."""
+    clip = 20000
+    short, longer, (v, cpu), c = tail_run(tmp_path, clip)
+    assert longer - short < 500, (short, longer)
+    assert 0.5 * clip < cpu - v < 1.5 * clip, (v, cpu)
+    assert abs(v - cpu) < 0.05 * cpu, (v, cpu)  # still 1 ms within 5%
+    spans, clipped, credit = (c.get(k, 0) for k in ("spans", "spans_clipped", "span_clip_credit_ns"))
+    assert 200 <= spans and 20 <= clipped <= spans and clip <= credit <= clipped * clip, c
+    short, longer, (v, cpu), c = tail_run(tmp_path, 0)
+    assert longer - short > 1500, (short, longer)
+    assert abs(v - cpu) < 0.25 * clip, (v, cpu)
+    assert not any(c.get(k) for k in ("spans", "spans_clipped", "span_clip_credit_ns")), c

@@ -18,6 +18,10 @@
  *          polls its CQ and burns EXCURSION_NS of CPU after every empty poll but the first after its send:
  *          only a park that ended by its wall-clock timeout (emulation.park_timeout_us) hands it such a
  *          poll, and that CPU must not move its clock (provider/vtime.c "excursion");
+ *   tail:  TAIL_SPANS spans between consecutive clock reads (one site for the span clip), each burning
+ *          TAIL_SHORT_NS of CPU, every TAIL_EVERY-th TAIL_LONG_NS; then one span burning 1 ms at the same
+ *          site (emulation.span_clip_ns: the long short spans are charged the site's median, the 1 ms burn
+ *          1 ms - clip; prints "tail <virtual ns> <long: 0|1> 0" per span, "tailburn <virtual ns> <cpu ns> 0");
  *   signal: the main thread sleeps in poll() on its CQ's wait fd (fi_trywait first, before the second
  *          thread starts; a 100 ms timeout)
  *          while a second thread, SIGNAL_NS (virtual) after both are ready, calls fi_cq_signal on it: the
@@ -36,6 +40,10 @@
 #define EXCURSION_NS 1000000
 #define ECHO_BURN_NS 50000
 #define SIGNAL_NS 1000000
+#define TAIL_SPANS 200
+#define TAIL_EVERY 10
+#define TAIL_SHORT_NS 1000
+#define TAIL_LONG_NS 3000
 
 static pthread_barrier_t signal_ready;
 
@@ -178,8 +186,8 @@ int main(int argc, char **argv)
 	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
 	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi") &&
 	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc") && strcmp(a.mode, "poll") && strcmp(a.mode, "excursion") &&
-	    strcmp(a.mode, "signal")) {
-		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll|excursion|signal\n");
+	    strcmp(a.mode, "signal") && strcmp(a.mode, "tail")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll|excursion|signal|tail\n");
 		return 2;
 	}
 	mpi_order = !strcmp(a.mode, "rt-mpi");
@@ -200,6 +208,25 @@ int main(int argc, char **argv)
 			printf("signal %" PRIu64 " 0 0\n", signal_wait(&t));
 		for (int i = 0; i < ITERS; i++)
 			msg(&t, peer, true); /* the echo's messages */
+		t_close(&t);
+		t_join(child, "echo");
+		return t_finish("clock_work");
+	}
+	if (!strcmp(a.mode, "tail")) {
+		static uint64_t v[TAIL_SPANS + 1];
+		v[0] = t_mono_ns();
+		for (int i = 1; i <= TAIL_SPANS; i++) {
+			t_burn_cpu(i % TAIL_EVERY ? TAIL_SHORT_NS : TAIL_LONG_NS);
+			v[i] = t_mono_ns();
+		}
+		uint64_t c0 = t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		t_burn_cpu(1000000);
+		uint64_t c1 = t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), vb = t_mono_ns();
+		for (int i = 1; i <= TAIL_SPANS; i++)
+			printf("tail %" PRIu64 " %d 0\n", v[i] - v[i - 1], i % TAIL_EVERY == 0);
+		printf("tailburn %" PRIu64 " %" PRIu64 " 0\n", vb - v[TAIL_SPANS], c1 - c0);
+		for (int i = 0; i < ITERS; i++) /* the echo's messages */
+			msg(&t, peer, true);
 		t_close(&t);
 		t_join(child, "echo");
 		return t_finish("clock_work");
