@@ -6,11 +6,12 @@
   storm  RPC storm, 10,000 clients x 8 in flight, 64-B RPCs, one server, on a 10,240-endpoint dragonfly: RPCs
          per wall second in cxisim and in SimGrid 3.32 (same topology and pattern), and the ratio
   seed   Fig 4, Fig 9 and Fig 10 at full scale against the seed's validation targets
-  scale  Fig 4 multi-recv at 6,656, 26,624 and 106,496 clients; aurora-full multi-recv on 1, 4 and 16
-         compute groups (100 us virtual: the slope with scale); then the whole of Aurora (aurora-full,
-         1,104,896 clients, 1 ms of virtual time) with both receive strategies, one run at a time: wall and
-         CPU seconds, events per CPU-second, peak RSS, bytes per client process; targets < 10 min, < 16 GB,
-         events/CPU-s within 2x of the 6,656-client run
+  scale  Fig 4 multi-recv at 6,656, 26,624, 106,496 and 1,104,896 clients (the issue's own slope, to the
+         whole machine's client count); aurora-full multi-recv on 1, 4 and 16 compute groups (100 us virtual:
+         the slope with scale); then the whole of Aurora (aurora-full, 1,104,896 clients, 1 ms of virtual
+         time) with both receive strategies, one run at a time: wall and CPU seconds, events per CPU-second,
+         peak RSS, bytes per client process; targets < 10 min, < 16 GB, events/CPU-s at 1.1 M clients within
+         2x of the same scenario at 6,656 clients
 """
 import os
 import re
@@ -187,6 +188,14 @@ def memory_lines(mem):
 # long enough to pass the start burst (the first ~10 us) into steady state, short enough for a minute each.
 SLOPE_GROUPS = (1, 4, 16)
 SLOPE_US = 100
+# Fig 4 at the whole machine's 1,104,896 client processes: its round (every client's window once at the two
+# server nodes' ~88 M RPC/s) is 55 ms, so the template's own warmup and window (11 + 10 rounds) would run
+# ~4.7 G events.  Events per CPU-second need only a saturated server: the clients join over the first round
+# (start_spread), the two server nodes run at their ~89 M RPC/s within the first milliseconds, so 5 ms of
+# warmup and a 20 ms window (~2.2 M RPCs, ~160 M events) measure it.  The rate metrics warn that the window
+# is not stationary (clients still joining, -9% drift): that concerns the RPC rate, not events per CPU-second.
+FIG4_WHOLE_MACHINE = 1104896
+FIG4_WHOLE_US = {"warmup_us": 5000, "measure_us": 20000}
 
 
 def scale():
@@ -199,6 +208,12 @@ def scale():
                                 run_name=f"scale-fig4-{clients}", quiet=True)
         evs, _, _ = scale_line("bench scale fig4 multi-recv", clients, load_run(d))
         base = base or evs
+    d = runmod.run_scenario(fig4, {"clients": FIG4_WHOLE_MACHINE, "strategy": "multi_recv", "nodes": 2, **FIG4_WHOLE_US},
+                            out=OUT, run_name=f"scale-fig4-{FIG4_WHOLE_MACHINE}", quiet=True)
+    evs, _, _ = scale_line(f"bench scale fig4 multi-recv ({FIG4_WHOLE_US['warmup_us'] / 1e3:g} + "
+                           f"{FIG4_WHOLE_US['measure_us'] / 1e3:g} ms)", FIG4_WHOLE_MACHINE, load_run(d))
+    print(f"fig4 multi-recv at {FIG4_WHOLE_MACHINE:,} clients: events/CPU-s {evs / base:.2f}x the 6,656-client run "
+          f"(target >= 0.5) {verdict(evs >= 0.5 * base)}", flush=True)
     full = os.path.join(REPO, "scenarios", "aurora-full.yaml.j2")
     slope = None
     for groups in SLOPE_GROUPS:
@@ -216,9 +231,9 @@ def scale():
         evs, wall, rss = scale_line(f"bench scale aurora-full {strategy}, 1 ms", r.get("rpc_client.processes"), r)
         memory_lines(r.runinfo.get("memory", {}))
         print(f"aurora-full {strategy}: wall {wall / 60:.1f} min (target < 10) {verdict(wall < 600)}, peak RSS "
-              f"{rss:.2f} GB (target < 16 with room to spare: <= 14) {verdict(rss <= 14)}, events/CPU-s {evs / base:.2f}x the 6,656-client "
-              f"run (target >= 0.5) {verdict(evs >= 0.5 * base)}; {evs / slope:.2f}x aurora-full on 1 group (the same "
-              f"scenario at 6,656 clients) {verdict(evs >= 0.5 * slope)}", flush=True)
+              f"{rss:.2f} GB (target < 16 with room to spare: <= 14) {verdict(rss <= 14)}, events/CPU-s {evs / slope:.2f}x "
+              f"aurora-full on 1 group (the same scenario at 6,656 clients; target >= 0.5) {verdict(evs >= 0.5 * slope)}; "
+              f"{evs / base:.2f}x Fig 4 at 6,656 clients (another scenario: 64 server endpoints, not 4,096)", flush=True)
 
 
 def main():
