@@ -269,11 +269,11 @@ static uint64_t span_clipped(struct cxip_dev *dev, uint64_t x)
 	uintptr_t key = (span_prev_site * 0x9e3779b97f4a7c15ull) ^ span_site_now;
 	span_prev_site = span_site_now;
 	struct span_site *s = &span_sites[(key ^ (key >> 29)) % SPAN_SITES];
+	atomic_fetch_add_explicit(&dev->pcb->spans, 1, memory_order_relaxed);
 	if (s->key != key || !s->n) {
 		s->key = key;
 		s->m_ns = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
 		s->n = 1;
-		atomic_fetch_add_explicit(&dev->pcb->spans, 1, memory_order_relaxed);
 		return x;
 	}
 	uint64_t m = s->m_ns, step = m / 32 ? m / 32 : 1;
@@ -281,22 +281,18 @@ static uint64_t span_clipped(struct cxip_dev *dev, uint64_t x)
 		if (x < m)
 			s->m_ns = (uint32_t)x;
 		s->n++;
-		atomic_fetch_add_explicit(&dev->pcb->spans, 1, memory_order_relaxed);
 		return x;
 	}
-	uint64_t charged = x;
-	if (x > m) {
-		uint64_t credit = x - m < dev->span_clip_ns ? x - m : dev->span_clip_ns;
-		charged = x - credit;
-		atomic_fetch_add_explicit(&dev->pcb->spans_clipped, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&dev->pcb->span_clip_credit_ns, credit, memory_order_relaxed);
+	if (x <= m) {
+		if (x < m)
+			s->m_ns = (uint32_t)(m - (step < m ? step : m));
+		return x;
 	}
-	if (x > m)
-		s->m_ns = (uint32_t)(m + step > UINT32_MAX ? UINT32_MAX : m + step);
-	else if (x < m)
-		s->m_ns = (uint32_t)(m - (step < m ? step : m));
-	atomic_fetch_add_explicit(&dev->pcb->spans, 1, memory_order_relaxed);
-	return charged;
+	uint64_t credit = x - m < dev->span_clip_ns ? x - m : dev->span_clip_ns;
+	atomic_fetch_add_explicit(&dev->pcb->spans_clipped, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&dev->pcb->span_clip_credit_ns, credit, memory_order_relaxed);
+	s->m_ns = (uint32_t)(m + step > UINT32_MAX ? UINT32_MAX : m + step);
+	return x - credit;
 }
 
 /* Charge the CPU time used since the last charge and publish the clock (the thread is BUSY after it).
