@@ -536,7 +536,7 @@ int vclock_attach(struct client *c)
 	atomic_store(&p->horizon_ps, sim_now(d->sim));
 	atomic_store(&p->daemon_vt_ps, sim_now(d->sim));
 	p->cpu_scale = d->emu->cpu_scale;
-	p->span_clip_ns = d->emu->cpu_scale > 0 ? d->emu->span_clip_ns : 0;
+	p->span_clip_ns = d->emu->span_clip_ns; /* only ever applied to CPU time charged, i.e. with cpu_scale > 0 */
 	p->park_timeout_ns = d->emu->park_timeout_ns;
 	p->retry_ps = d->emu->retry;
 	atomic_store(&p->daemon_want_ps, UINT64_MAX);
