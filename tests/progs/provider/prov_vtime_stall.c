@@ -2,7 +2,9 @@
  * the provider nor blocks in it must not stop the others.  Process A opens an endpoint (its thread now has
  * a virtual clock and is busy), then, while B and C play 100 rounds of ping-pong, either blocks outside the
  * provider in a pipe read (`pipe`), or computes without calling the provider (`compute`), until they are
- * done.  B and C must finish; the daemon's metrics say which rule let them (the test reads them). */
+ * done.  B and C must finish; the daemon's metrics say which rule let them (the test reads them).
+ * B and C start only once A has attached: started together on a loaded host, A's endpoint could open after
+ * they were done, and no rule was needed (test_stall_rule[1-compute] saw no extrapolation, 2 runs in ~5). */
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -12,6 +14,7 @@
 
 static volatile int *done_flag; /* shared with the children: B and C are done */
 static int done_pipe[2];
+static int ready_pipe[2]; /* A -> main: A's endpoint is open */
 static bool compute;
 
 static int staller(void *arg)
@@ -19,6 +22,7 @@ static int staller(void *arg)
 	(void)arg;
 	struct t_ep t;
 	t_open(&t, FI_TAGGED | FI_MSG);
+	T_CHECK(write(ready_pipe[1], "r", 1) == 1, "told the others this process attached");
 	if (compute) {
 		/* Compute, never entering the provider, until the others are done (bounded: 60 s of wall time,
 		 * read with a raw system call: under `cxisim exec` clock_gettime is virtual time, which this loop
@@ -86,11 +90,13 @@ int main(int argc, char **argv)
 {
 	compute = argc > 1 && !strcmp(argv[1], "compute");
 	done_flag = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (done_flag == MAP_FAILED || pipe(done_pipe))
+	if (done_flag == MAP_FAILED || pipe(done_pipe) || pipe(ready_pipe))
 		return 1;
 	struct t_link l;
 	t_link_init(&l);
 	pid_t a = t_fork(staller, NULL, "staller");
+	char r;
+	T_CHECK(read(ready_pipe[0], &r, 1) == 1, "the staller attached before the others started");
 	pid_t b = t_fork(player_b, &l, "B");
 	pid_t c = t_fork(player_c, &l, "C");
 	t_join(b, "B");
