@@ -207,14 +207,13 @@ PREDICTED_8B_US = (100 + 40 + 2 + 350 + (8 + 64) * 8 / 200 + 40 + 2 + 250 + 20) 
 
 def test_fi_pingpong_prints_the_model_and_ignores_host_load():
     """cpu_scale 0 (application CPU time free): fi_pingpong prints the model's latency, with two CPU hogs on
-    the two cores as idle."""
+    the two cores as idle, within the issue's 2% (fi_pingpong prints two decimals: 0.81 us, one step of
+    its print is 1.2%; measured 0.81 in 12 of 12 runs idle, with 2 and with 3 hogs)."""
     idle = fi_pingpong(sets={"cpu_scale": 0})
-    assert abs(idle - PREDICTED_8B_US) <= 0.05 * PREDICTED_8B_US, (idle, PREDICTED_8B_US)
+    assert abs(idle - PREDICTED_8B_US) <= 0.02 * PREDICTED_8B_US, (idle, PREDICTED_8B_US)
     with cpu_hogs(2):
         loaded = fi_pingpong(sets={"cpu_scale": 0})
-    # (the issue's target is 2%; measured 0.81 / 0.81 / 0.82 us idle and loaded: the residue comes from the
-    # stall rule, see docs/provider.md)
-    assert abs(loaded - idle) <= 0.05 * idle, (idle, loaded)
+    assert abs(loaded - idle) <= 0.02 * idle, (idle, loaded)
 
 
 def daemon_threads_script(pingpong):
@@ -255,7 +254,9 @@ def test_cores_kept_awake_while_processes_are_attached(tmp_path, sets, spinners)
 
 
 def netpipe(tmp_path, name, sets=None, upper=128, repeats=50):
-    """NetPIPE's output file: {bytes: (Mbps as NetPIPE counts them, 2^20 bit/s; one-way time in s)}."""
+    """NetPIPE's output file: {bytes: (Mbps as NetPIPE counts them, 2^20 bit/s; one-way time in s)}.  The
+    one-way time is computed from the Mbps column (six decimals) rather than read from the time column
+    (printed to 10 ns)."""
     out = tmp_path / f"{name}.np"
     r = cxisim_exec([*MPIRUN, "-np", "2", "NPopenmpi", "-u", str(upper), "-n", str(repeats), "-p", "0",
                      "-o", str(out)], sets=sets, timeout=600)
@@ -264,26 +265,39 @@ def netpipe(tmp_path, name, sets=None, upper=128, repeats=50):
     for line in out.read_text().split("\n"):
         f = line.split()
         if len(f) >= 3:
-            rows[int(f[0])] = (float(f[1]), float(f[2]))
+            rows[int(f[0])] = (float(f[1]), int(f[0]) * 8 / (float(f[1]) * 2**20))
     assert 8 in rows and upper in rows, out.read_text()
     return rows
 
 
+# NetPIPE times each trial with two gettimeofday reads converted to double seconds (When()): each read is
+# truncated to the microsecond, then rounded to the double's step at today's date (2^-22 s = 238 ns, the
+# interposer's REALTIME is a fixed epoch of the run's start plus virtual time), and the difference is divided
+# by 2 x repeats one-way trips.  Two runs whose virtual timelines are the same up to where the timed loop
+# starts in the microsecond print one-way times at most this far apart.
+NETPIPE_REPEATS = 200
+NETPIPE_TICK_S = (1e-6 + 2 * 2.0**-22) / (2 * NETPIPE_REPEATS)
+
+
 def test_netpipe_cpu_scale_0_is_deterministic_and_ignores_host_load(tmp_path):
-    """NetPIPE over Open MPI (cm, OFI MTL, cxi) with cpu_scale 0: the 8-byte latency it prints is the
-    model's one-way time (PREDICTED_8B_US) within 5%; two runs print the same small-message figures within
-    5%, and so does a run with two CPU hogs on the two cores.  (Open MPI drains its CQ after each completion:
-    the read that finds it empty returns at once, docs/provider.md "Time", so it sends its reply at the
-    arrival's time.)  The issue asks for identical figures and 2%: most sizes are identical, single sizes
-    differ by up to 40 ns (3%) between runs, which is what this test allows."""
-    a = netpipe(tmp_path, "a", sets={"cpu_scale": 0})
-    assert abs(a[8][1] * 1e6 - PREDICTED_8B_US) <= 0.05 * PREDICTED_8B_US, (a[8], PREDICTED_8B_US)
-    b = netpipe(tmp_path, "b", sets={"cpu_scale": 0})
+    """NetPIPE over Open MPI (cm, OFI MTL, cxi) with cpu_scale 0: every size prints the same one-way time in
+    two runs and in a run with two CPU hogs on the two cores, up to NetPIPE's own timer step
+    (NETPIPE_TICK_S, 3.7 ns at 200 repeats: measured spreads 0.0-3.0 ns over 3 idle and 3 loaded runs),
+    and the 8-byte time is the model's one-way time (PREDICTED_8B_US) within that step.  (Open MPI drains
+    its CQ after each completion: the read that finds it empty returns at once, docs/provider.md "Time", so
+    it sends its reply at the arrival's time.)  The runs start their timed loops at different virtual times
+    (Open MPI's start-up waits for its launcher, outside the simulation, by 100 us sleeps), so the
+    microsecond truncation of NetPIPE's clock falls differently: identical prints are not to be had from a
+    microsecond clock, only identical timelines."""
+    sets = {"cpu_scale": 0}
+    a = netpipe(tmp_path, "a", sets=sets, repeats=NETPIPE_REPEATS)
+    assert abs(a[8][1] - PREDICTED_8B_US * 1e-6) <= NETPIPE_TICK_S, (a[8], PREDICTED_8B_US)
+    b = netpipe(tmp_path, "b", sets=sets, repeats=NETPIPE_REPEATS)
     with cpu_hogs(2):
-        loaded = netpipe(tmp_path, "loaded", sets={"cpu_scale": 0})
+        loaded = netpipe(tmp_path, "loaded", sets=sets, repeats=NETPIPE_REPEATS)
     for size in a:
         for other in (b, loaded):
-            assert abs(other[size][1] - a[size][1]) <= 0.05 * a[size][1], (size, a[size], other[size])
+            assert abs(other[size][1] - a[size][1]) <= NETPIPE_TICK_S, (size, a[size], other[size])
 
 
 def tail_run(tmp_path, clip):
