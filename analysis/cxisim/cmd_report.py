@@ -45,7 +45,7 @@ def _scenario_section(name, runs, figdir, rel):
         cells = [html.escape(os.path.basename(r.dir))] + [_fmt(r.params.get(k, "")) for k in keys]
         cells += [html.escape(c[2](r.get(c[1]))) for c in cols]
         cells.append(_fmt(r.get("engine.events_processed", "")))
-        w = r.runinfo.get("wall_time_s")
+        w = r.wall
         cells.append("-" if w is None else f"{w:.2f}")
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"

@@ -13,6 +13,7 @@ sweep over clients x strategy gives one line per strategy, whatever fields the c
 """
 import csv
 import json
+import math
 import os
 import re
 
@@ -226,15 +227,27 @@ def plot_latency(runs, base, title=None):
 
 
 def read_timeseries(path):
-    with open(path, encoding="utf-8") as f:
-        rows = list(csv.reader(f))
+    """timeseries.csv: (header, {column: values}); a malformed file is input error naming its line."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise InputError(f"{path}: not a timeseries file ({e})") from None
     if not rows:
         return [], {}
     head = rows[0]
     cols = {h: [] for h in head}
-    for row in rows[1:]:
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(head):
+            raise InputError(f"{path}: line {line}: {len(row)} fields, the header has {len(head)}")
         for h, v in zip(head, row):
-            cols[h].append(float(v))
+            try:
+                x = float(v)
+            except ValueError:
+                x = math.nan
+            if not math.isfinite(x):
+                raise InputError(f"{path}: line {line}: column '{h}': expected a finite number, got {v[:40]!r}")
+            cols[h].append(x)
     return head, cols
 
 

@@ -272,13 +272,15 @@ def render(path, sets=None):
 
 
 def _set_path(path, doc, key, value):
+    """A dotted --set key names a field of the rendered scenario; the sections on its way that the template
+    left out are made (`--set engine.time_limit_us=500` on a scenario without `engine:`), and the engine then
+    refuses an unknown section or field as it does in a file."""
     node = doc
     parts = key.split(".")
     for i, p in enumerate(parts[:-1]):
-        if not isinstance(node, dict) or p not in node or not isinstance(node[p], dict):
-            raise InputError(f"{path}: field '{key}': unknown parameter (neither a template variable nor a "
-                             f"field under an existing section '{'.'.join(parts[:i + 1])}')")
-        node = node[p]
+        node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            raise InputError(f"{path}: field '{key}': '{'.'.join(parts[:i + 1])}' is a value, not a section")
     node[parts[-1]] = value
 
 

@@ -1,5 +1,6 @@
 """Reading run directories: metrics, resolved scenario, wall time; and the summary table."""
 import json
+import math
 import os
 
 from . import InputError
@@ -19,12 +20,41 @@ class Run:
 
     def get(self, dotted, default=None):
         """A metrics value by dotted path; "a.b|c.d" takes the first path present (the same quantity in
-        different models, e.g. the modelled server's rate and the replay clients' rate)."""
+        different models, e.g. the modelled server's rate and the replay clients' rate).  A run directory is
+        input like any other: a value of the wrong type (a hand-edited or foreign metrics.json) is refused
+        with the file and the field named, not met later as a TypeError."""
         for path in dotted.split("|"):
             v = lookup(self.metrics, path)
             if v is not None:
-                return v
+                return _checked(self.dir, path, v)
         return default
+
+    @property
+    def wall(self):
+        """run.json's wall time in seconds, None when absent."""
+        return self.runinfo.get("wall_time_s")
+
+
+# Metrics leaves the analysis reads that are not numbers (by their last name); every other leaf it reads is
+# a finite number.
+LABELS = ("strategy", "op", "mr_method", "topology", "stop_reason", "scenario")
+FLAGS = ("stationary",)
+
+
+def _checked(rundir, path, v, what="metrics.json"):
+    leaf = path.rsplit(".", 1)[-1]
+    if isinstance(v, (dict, list)):
+        return v
+    if leaf in LABELS:
+        ok, want = isinstance(v, str), "a string"
+    elif leaf in FLAGS:
+        ok, want = isinstance(v, bool), "true or false"
+    else:
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        want = "a finite number"
+    if not ok:
+        raise InputError(f"{os.path.join(rundir, what)}: field '{path}': expected {want}, got {json.dumps(v)[:40]}")
+    return v
 
 
 def flatten(d, prefix=""):
@@ -57,14 +87,23 @@ def is_run(path):
 
 
 def load_run(path):
-    try:
-        metrics = _json(os.path.join(path, "metrics.json"))
-        scenario = _json(os.path.join(path, "scenario.json"))
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a run directory ({e})") from None
-    info_path = os.path.join(path, "run.json")
-    info = _json(info_path) if os.path.isfile(info_path) else {}
-    return Run(path, scenario, metrics, info)
+    docs = {}
+    for name in ("metrics.json", "scenario.json", "run.json"):
+        f = os.path.join(path, name)
+        if name == "run.json" and not os.path.isfile(f):
+            docs[name] = {}  # optional: wall time and host facts only
+            continue
+        try:
+            docs[name] = _json(f)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{f}: not a run directory's {name} ({e})") from None
+        if not isinstance(docs[name], dict):
+            raise InputError(f"{f}: not a run directory's {name} (a JSON object expected, got "
+                             f"{type(docs[name]).__name__})")
+    info = docs["run.json"]
+    if "wall_time_s" in info:
+        _checked(path, "wall_time_s", info["wall_time_s"], "run.json")
+    return Run(path, docs["scenario.json"], docs["metrics.json"], info)
 
 
 def find_runs(paths):
@@ -130,7 +169,7 @@ def table(runs, keys=None, points=None):
         src = points[i] if points else r.params
         row = [str(src.get(k, "")) for k in keys]
         row += [c[2](r.get(c[1])) for c in cols]
-        w = r.runinfo.get("wall_time_s")
+        w = r.wall
         row.append("-" if w is None else f"{w:.2f}")
         rows.append(row)
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]

@@ -126,11 +126,15 @@ static void chain(int sig, siginfo_t *si, void *uc)
 		call_app(&app, sig, si, uc);
 		return;
 	}
-	/* Default action: restore it and return; the faulting instruction faults again and kills us. */
+	/* Default action: restore it and return; the faulting instruction faults again and kills us.  A SIGSEGV
+	 * that no instruction caused -- sent by kill, tgkill or sigqueue (si_code <= 0) -- would not come back:
+	 * it is raised again, or the process would live on as if nothing had been sent. */
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	get_real_sigaction()(SIGSEGV, &dfl, NULL);
+	if (si->si_code <= 0)
+		raise(sig);
 }
 
 static void on_segv(int sig, siginfo_t *si, void *ucv)

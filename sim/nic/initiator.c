@@ -204,9 +204,11 @@ static void tx_put(struct nic *nic, struct nic_work *w)
 	if (w->cmd.op == NIC_CMD_IDC_PUT) {
 		p->payload = w->idc;
 		w->idc = NULL;
-	} else {
+	} else if (carry) {
+		/* A put without payload (upstream sends every zero-byte message as an eager DMA put) reads nothing
+		 * from the host: its packet is the header the command already holds. */
 		send = nic_dma_read(nic, carry, 0, &read);
-		if (carry && w->lni->mem) {
+		if (w->lni->mem) {
 			p->payload = nic_payload_alloc(carry);
 			if (nic_mem_read(w->lni, d->local_addr, p->payload, carry) != 0) {
 				/* The NIC could not read the source: the command fails locally. */

@@ -104,6 +104,22 @@ def test_programs_started_while_the_counter_is_trapped():
     assert r.returncode == 0 and "started all" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("script, status, out", [
+    ("kill -SEGV $$; echo alive", -11, ""),                              # default action: killed
+    ("trap '' SEGV; kill -SEGV $$; echo alive", 0, "alive\n"),           # ignored
+    ("trap 'echo caught' SEGV; kill -SEGV $$; echo alive", 0, "caught\nalive\n"),  # the program's handler
+])
+def test_a_sent_sigsegv_keeps_its_meaning(script, status, out):
+    """The interposer's SIGSEGV handler (the counter trap) passes every other SIGSEGV on as the program
+    disposed of it.  A fault comes back by itself once the default action is restored; a SIGSEGV sent by
+    kill does not, and used to be swallowed: the shell lived on and `cxisim exec` reported status 0."""
+    env = dict(os.environ, LD_PRELOAD=(PRELOAD + ":" if PRELOAD else "") + CLOCK_LIB, CXISIM_SOCKET="/nonexistent")
+    if SANITIZED:
+        env["ASAN_OPTIONS"] = "detect_leaks=0:handle_segv=0"
+    r = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert (r.returncode, r.stdout) == (status, out), r.stdout + r.stderr
+
+
 def test_no_interposer_no_registration():
     """Without the preload, the owner finds no cxisim_clock_register (as the provider does) and says so."""
     env = dict(os.environ)

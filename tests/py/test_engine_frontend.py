@@ -88,7 +88,27 @@ def test_bad_enum(cxisim, tmp_path):
 def test_unknown_set_key(cxisim, tmp_path):
     path = write(tmp_path, "k.yaml.j2", HOLD)
     proc = cxisim("run", path, "--out", "out", "--set", "nosuch.section.key=1")
-    assert_bad(proc, tmp_path, "k.yaml.j2", "field 'nosuch.section.key'", "unknown parameter")
+    assert_bad(proc, tmp_path, "k.yaml.j2", "field 'nosuch'", "unknown field")
+    proc = cxisim("run", path, "--out", "out", "--set", "hold.nosuch=1")
+    assert_bad(proc, tmp_path, "k.yaml.j2", "field 'hold.nosuch'", "unknown field")
+    proc = cxisim("run", path, "--out", "out", "--set", "hold.pending.x=1")
+    assert_bad(proc, tmp_path, "k.yaml.j2", "field 'hold.pending.x'", "'hold.pending' is a value, not a section")
+
+
+def test_set_key_makes_the_sections_the_template_left_out(cxisim, tmp_path):
+    """README's common fields apply to every scenario: `--set engine.event_limit=N` on a template without an
+    `engine:` section makes the section (the run stops after N events), as does a model's section."""
+    text = "name: hold\nseed: 7\nhold:\n  pending: 500\n  mean_increment_ns: 100\n"
+    path = write(tmp_path, "s.yaml.j2", text)
+    proc = cxisim("run", path, "--out", "out", "--run", "r", "--set", "engine.event_limit=1000",
+                  "--set", "stats.timeseries_interval_ns=1000")
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "out" / "hold" / "r" / "scenario.json") as f:
+        sc = json.load(f)
+    assert sc["engine"] == {"event_limit": 1000} and sc["stats"] == {"timeseries_interval_ns": 1000}, sc
+    with open(tmp_path / "out" / "hold" / "r" / "metrics.json") as f:
+        m = json.load(f)
+    assert m["engine"]["events_processed"] == 1000 and m["engine"]["stop_reason"] == "event_limit", m["engine"]
 
 
 def test_malformed_set(cxisim, tmp_path):

@@ -3,6 +3,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from workloads_common import SMALL
 
 SWEEP = SMALL.replace("name: small", "name: fig5-small") + """\
@@ -76,6 +78,44 @@ def test_plot_of_nothing_is_bad_input(cxisim, tmp_path):
     (tmp_path / "empty").mkdir()
     proc = cxisim("plot", "empty")
     assert proc.returncode == 2 and "no run directories" in proc.stderr
+
+
+def _with(text, section, key, value):
+    m = json.loads(text)
+    m[section][key] = value
+    return json.dumps(m)
+
+
+HOSTILE_RUN_FILES = [  # (file, how it is spoilt, the problem named, the commands that read it)
+    ("metrics.json", lambda t: t[:300], "not a run directory's metrics.json", ("plot", "report")),
+    ("metrics.json", lambda t: "null", "a JSON object expected", ("plot", "report")),
+    ("metrics.json", lambda t: _with(t, "rpc_server", "rpc_rate", "x"),
+     "field 'rpc_server.rpc_rate': expected a finite number", ("plot", "report")),
+    ("metrics.json", lambda t: _with(t, "rpc_client", "processes", "many"),
+     "field 'rpc_client.processes': expected a finite number", ("plot",)),
+    ("run.json", lambda t: '{"wall_time_s": ', "not a run directory's run.json", ("plot", "report")),
+    ("run.json", lambda t: '{"wall_time_s": "fast"}', "field 'wall_time_s'", ("plot", "report")),
+    ("timeseries.csv", lambda t: t + "1,2\n", "fields, the header has", ("plot",)),
+    ("timeseries.csv", lambda t: t.replace("\n0,", "\nabc,", 1), "expected a finite number", ("plot",)),
+    ("timeseries.csv", lambda t: "\udcff", "not a timeseries file", ("plot",)),
+]
+
+
+@pytest.mark.parametrize("name, spoil, problem, cmds", HOSTILE_RUN_FILES)
+def test_plot_and_report_refuse_a_spoilt_run_directory(cxisim, tmp_path, name, spoil, problem, cmds):
+    """A run directory is input too (hand-edited, truncated by a full disk, from another tool): plot and
+    report refuse it with one line naming the file and the problem, exit 2 -- never a traceback -- and write
+    no figure and no report."""
+    path = write(tmp_path, "s.yaml.j2", SMALL)
+    cxisim("run", path, "--out", "out", "--run", "good", "--set", "measure_us=100", check=True)
+    cxisim("run", path, "--out", "out", "--run", "bad", "--set", "measure_us=100", check=True)
+    f = tmp_path / "out" / "small" / "bad" / name
+    f.write_bytes(spoil(f.read_text()).encode("utf-8", "surrogateescape"))
+    kinds = ["--kind", "le-use"] if name == "timeseries.csv" else ["--kind", "rpc-rate", "--kind", "rank"]
+    argv = {"plot": ["plot", "out/small", "--out", "figs", *kinds], "report": ["report", "out"]}
+    for cmd in cmds:
+        assert_bad(cxisim(*argv[cmd]), os.path.join("small", "bad", name), problem)
+    assert not (tmp_path / "figs").exists() and not (tmp_path / "out" / "report.html").exists()
 
 
 def assert_bad(proc, *needles):
