@@ -8,7 +8,9 @@
    their round trips, so start-up and attach cancel out.
 2. Host-load independence at cpu_scale 1: fi_pingpong's and NetPIPE's printed 8-byte figures idle and with
    2 and 3 CPU hogs, and their ratios (target: within 2%), by default (the daemon holds a CPU latency request,
-   emulation.cpu_latency_qos_us 0, where it may), without it (-1), and with emulation.keep_cores_awake 1.
+   emulation.cpu_latency_qos_us 0, where it may), without it (-1), with emulation.keep_cores_awake 1, and with
+   the span clip at a low quantile (span_clip_ns 20000, span_clip_quantile 0.1: docs/provider.md "A per-call-site
+   clip").
 3. Open MPI, 8 ranks, an Allreduce loop (tests/progs/provider/mpi_allreduce_loop) under virtual time: the
    simulated time MPI_Wtime reports and the wall time of the loop; their ratio is the slowdown factor."""
 import os
@@ -118,10 +120,11 @@ def bench_host_load():
     """Host-load independence at cpu_scale 1 (the default: application CPU time is charged): the figures the
     benchmarks print, idle and with 2 and 3 CPU hogs on the 2 cores; the issue's target is within 2%."""
     print(f"virtual-time bench: host-load independence at cpu_scale 1, printed 8-byte figures, median of "
-          f"{TRIALS} runs; the default, emulation.cpu_latency_qos_us -1, emulation.keep_cores_awake 1 "
-          f"(alternating)")
+          f"{TRIALS} runs; the default, emulation.cpu_latency_qos_us -1, emulation.keep_cores_awake 1, "
+          f"span clip 20 us at quantile 0.1 (alternating)")
     variants = (("", ()), (" no latency request", ("emulation.cpu_latency_qos_us=-1",)),
-                (" keep_cores_awake", ("emulation.keep_cores_awake=1",)))
+                (" keep_cores_awake", ("emulation.keep_cores_awake=1",)),
+                (" span clip q 0.1 20 us", ("emulation.span_clip_ns=20000", "emulation.span_clip_quantile=0.1")))
     for name, fn in (("fi_pingpong us/xfer", lambda sets: pingpong("virtual", ITERS, sets)[0]),
                      ("NetPIPE one-way us", netpipe_8b)):
         res = {}
