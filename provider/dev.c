@@ -420,6 +420,8 @@ static int attach(struct cxip_dev *dev)
 	dev->pcb_bytes = m.len;
 	dev->cpu_scale = dev->pcb->cpu_scale;
 	dev->span_clip_ns = dev->pcb->span_clip_ns;
+	dev->span_clip_q_pm = dev->pcb->span_clip_q_pm;
+	dev->span_clip_flags = dev->pcb->span_clip_flags;
 	/* Let the daemon's DMA engine reach this process's memory (Yama ptrace scope 1). */
 	prctl(PR_SET_PTRACER, (unsigned long)dev->info.daemon_pid, 0, 0, 0);
 	return 0;

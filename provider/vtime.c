@@ -245,16 +245,22 @@ struct span_end {
 };
 
 /* ---- the span clip (emulation.span_clip_ns > 0, cpu_scale > 0) ----
- * On the simulated machine each rank owns its core.  On this shared host a span that follows a sleep pays
- * for the caches, TLB and predictors a CPU hog or the daemon left cold: the typical (median) CPU of a span at
- * one program site is stable under load, its upper tail is not.  So a span at a site whose running median m
- * is known is charged x - min(max(0, x - m), clip): continuous, monotone, at most clip forgiven per span (a
- * compute loop of 1 ms is charged 1 ms - clip).  A site is the pair (where the previous span ended, where
- * this one ends): return addresses of provider entries, so the key is general (no table per program).
- * Per thread, SPAN_SITES slots hashed (collisions share an estimate).  The median is the sign-step estimator
- * (m moves by m/32, at least 1 ns, towards each sample): deterministic for the same spans, and a long burn
- * moves it by one step only.  The first SPAN_WARM samples of a site charge x; m starts at their smallest
- * (from the first alone, a cold first span took ~130 samples to walk down at m/32 a step). */
+ * On the simulated machine each rank owns its core and spins: its caches, TLB and predictors stay warm.  On
+ * this shared host a span that follows a sleep pays for the state a CPU hog or the daemon left cold: the
+ * lower part of a site's span distribution is stable under load, its upper part is not.  So a span at a site
+ * whose running quantile m is known is charged x - min(max(0, x - m), clip): continuous, monotone, at most
+ * clip forgiven per span (a compute loop of 1 ms is charged 1 ms - clip).  The quantile is
+ * emulation.span_clip_quantile (0.5: the median; a low one charges the site's warm cost).  A site is the pair
+ * (where the previous span ended, where this one ends), or with span_clip_site end the ending site alone:
+ * return addresses of provider entries, so the key is general (no table per program).  With
+ * span_clip_after_park only the spans that began when the thread came back from a park (the cold ones) are
+ * clipped; every span still feeds its site's estimate.
+ * Per thread, SPAN_SITES slots hashed (collisions share an estimate).  The estimate is the sign-step
+ * quantile estimator: m moves up by 2q x step and down by 2(1-q) x step (step m/32, at least 1 ns), so it
+ * settles where a fraction q of the samples lies below it (q 0.5: one step each way, the median);
+ * deterministic for the same spans, and a long burn moves it by one step only.  The first SPAN_WARM samples
+ * of a site charge x; m starts at their smallest (from the first alone, a cold first span took ~130 samples
+ * to walk down at m/32 a step). */
 #define SPAN_SITES 64
 #define SPAN_WARM 8
 struct span_site {
@@ -263,13 +269,17 @@ struct span_site {
 };
 static __thread struct span_site span_sites[SPAN_SITES];
 static __thread uintptr_t span_prev_site, span_site_now;
+static __thread bool span_after_park; /* the span now measured began when the thread came back from a park */
 
-static uint64_t span_clipped(struct cxip_dev *dev, uint64_t x)
+static uint64_t span_clipped(struct cxip_dev *dev, uint64_t x, bool cold)
 {
-	uintptr_t key = (span_prev_site * 0x9e3779b97f4a7c15ull) ^ span_site_now;
+	uintptr_t key = dev->span_clip_flags & PCB_CLIP_END_SITE ? span_site_now
+								  : (span_prev_site * 0x9e3779b97f4a7c15ull) ^ span_site_now;
 	span_prev_site = span_site_now;
 	struct span_site *s = &span_sites[(key ^ (key >> 29)) % SPAN_SITES];
 	atomic_fetch_add_explicit(&dev->pcb->spans, 1, memory_order_relaxed);
+	if (cold)
+		atomic_fetch_add_explicit(&dev->pcb->spans_after_park, 1, memory_order_relaxed);
 	if (s->key != key || !s->n) {
 		s->key = key;
 		s->m_ns = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
@@ -283,15 +293,22 @@ static uint64_t span_clipped(struct cxip_dev *dev, uint64_t x)
 		s->n++;
 		return x;
 	}
+	uint64_t q = dev->span_clip_q_pm;
 	if (x <= m) {
+		uint64_t down = step * 2 * (1000 - q) / 1000;
+		down = down ? down : 1;
 		if (x < m)
-			s->m_ns = (uint32_t)(m - (step < m ? step : m));
+			s->m_ns = (uint32_t)(m - (down < m ? down : m));
 		return x;
 	}
+	uint64_t up = step * 2 * q / 1000;
+	up = up ? up : 1;
+	s->m_ns = (uint32_t)(m + up > UINT32_MAX ? UINT32_MAX : m + up);
+	if ((dev->span_clip_flags & PCB_CLIP_AFTER_PARK) && !cold)
+		return x;
 	uint64_t credit = x - m < dev->span_clip_ns ? x - m : dev->span_clip_ns;
 	atomic_fetch_add_explicit(&dev->pcb->spans_clipped, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&dev->pcb->span_clip_credit_ns, credit, memory_order_relaxed);
-	s->m_ns = (uint32_t)(m + step > UINT32_MAX ? UINT32_MAX : m + step);
 	return x - credit;
 }
 
@@ -315,12 +332,15 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 	bool resumed = atomic_load(&t->state) != PCB_THREAD_BUSY;
 	if (resumed)
 		resume(dev, t);
+	bool cold = span_after_park;
+	if (sample)
+		span_after_park = false;
 	if (sample && !resumed) {
 		uint64_t cost = span_read_cost(end ? 0 : cpu);
 		if (cpu > my_cpu_base + cost) {
 			uint64_t x = cpu - my_cpu_base - cost;
 			if (dev->span_clip_ns)
-				x = span_clipped(dev, x);
+				x = span_clipped(dev, x, cold);
 			uint64_t ps = (uint64_t)((double)x * 1e3 * dev->cpu_scale);
 			if (hold)
 				exc_ps += ps;
@@ -553,6 +573,7 @@ static int idle_on(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bo
 				 * does not extrapolate it from its CPU time soon: had it done so, time would have gone
 				 * on by the excursion's CPU, which the drop cannot take back (sim/cxisimd/vclock.c). */
 				atomic_store(&t->excursion, 1);
+				span_after_park = true;
 				return -FI_EAGAIN;
 			}
 			break;
@@ -562,6 +583,7 @@ static int idle_on(struct cxip_dev *dev, uint32_t wait_id, uint64_t deadline, bo
 	while (atomic_load(&t->state) == PCB_THREAD_WAKING)
 		sched_yield();
 	set_base(dev, t);
+	span_after_park = true; /* the span clip: what the thread runs next runs cold */
 	if (deadline != UINT64_MAX && atomic_load(&t->vclock_ps) >= deadline)
 		return -FI_ETIMEDOUT;
 	return 0;

@@ -176,6 +176,7 @@ int main(int argc, char **argv)
 	d.st_park_timeouts = stats_counter(st, "emulation.park_timeouts");
 	d.st_spans = stats_counter(st, "emulation.spans");
 	d.st_spans_clipped = stats_counter(st, "emulation.spans_clipped");
+	d.st_spans_after_park = stats_counter(st, "emulation.spans_after_park");
 	d.st_span_clip_credit = stats_counter(st, "emulation.span_clip_credit_ns");
 	if (capture && capture_open(&d, capture, cap_payload, cap_image))
 		return 2;

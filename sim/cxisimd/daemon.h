@@ -55,6 +55,8 @@ struct emu_cfg {
 	bool keep_cores_awake;   /* virtual, cpu_scale > 0: idle-class spinners on every core (awake.c) */
 	double cpu_latency_qos_us; /* virtual, cpu_scale > 0: the CPU latency request held while attached; -1 none (hostidle.c) */
 	uint32_t span_clip_ns;   /* virtual, cpu_scale > 0: the span clip's bound (provider/vtime.c) */
+	uint32_t span_clip_q_pm; /* the span clip's quantile, per mille (500: the median) */
+	bool span_clip_after_park, span_clip_end_site; /* clip only post-park spans; key = ending site alone */
 	uint32_t max_clients;
 	uint32_t next_rr;
 };
@@ -229,7 +231,8 @@ struct daemon {
 	/* counters (stats registry) */
 	uint64_t *st_attach, *st_detach, *st_client_deaths, *st_cmds, *st_events, *st_backlogged, *st_bad_cmds,
 		*st_causality_lag, *st_causality_lag_count, *st_stalls, *st_stalls_paced, *st_extrapolations, *st_wakes, *st_held_reqs,
-		*st_awake_spinners, *st_park_timeouts, *st_spans, *st_spans_clipped, *st_span_clip_credit;
+		*st_awake_spinners, *st_park_timeouts, *st_spans, *st_spans_clipped, *st_span_clip_credit,
+		*st_spans_after_park;
 };
 
 /* server.c */

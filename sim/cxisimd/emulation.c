@@ -21,6 +21,9 @@
  *                          # CPUs poll instead of halting; -1: none (hostidle.c)
  *     span_clip_ns: 0      # virtual, cpu_scale > 0: the most a span above its site's median is forgiven
  *                          # (provider/vtime.c: the span clip); 0: charge measured CPU exactly
+ *     span_clip_quantile: 0.5  # the span clip: which quantile of a site's spans it charges up to (0.5: median)
+ *     span_clip_after_park: 0  # the span clip: 1 clips only the spans that began right after a park
+ *     span_clip_site: pair     # the span clip's key: pair (previous span's end, this span's end) | end
  *
  * A process can also ask for a node itself (CXISIM_NODE); the daemon refuses a node outside the range.
  */
@@ -69,7 +72,14 @@ static const struct param emu_params[] = {
 	  "measured (docs/provider.md 'The span clip'): at cpu_scale 1 the upper tail of short spans grows under "
 	  "host load (cold caches after a rank sleeps), their median does not; a span above its site's running "
 	  "median is charged at most this much less; 0 (default) charges measured CPU exactly" },
+	{ "span_clip_quantile", "ratio", 0.5, 0.01, 0.99,
+	  "measured (docs/provider.md 'A per-call-site clip'): the quantile of a site's spans the clip charges up "
+	  "to; 0.5 (default) is the median; a low one charges a site's warm cost" },
+	{ "span_clip_after_park", "flag", 0, 0, 1,
+	  "measured (docs/provider.md 'A per-call-site clip'): 1 clips only the spans that began right after the "
+	  "thread parked (the cold ones); 0 (default) clips every span" },
 };
+static const char *const span_clip_sites[] = { "pair", "end", NULL };
 
 static const char *const placements[] = { "auto", "node0", "round_robin", "rank", NULL };
 static const char *const time_modes[] = { "realtime", "virtual", NULL };
@@ -103,6 +113,9 @@ static void emu_build(struct sim *sim, const struct cfg *c)
 	e->keep_cores_awake = param_get(c, &emu_params[10]) != 0;
 	e->cpu_latency_qos_us = param_get(c, &emu_params[11]);
 	e->span_clip_ns = (uint32_t)param_get_u64(c, &emu_params[12]);
+	e->span_clip_q_pm = (uint32_t)(param_get(c, &emu_params[13]) * 1000 + 0.5);
+	e->span_clip_after_park = param_get(c, &emu_params[14]) != 0;
+	e->span_clip_end_site = cfg_enum(c, "span_clip_site", 0, span_clip_sites) == 1;
 	if (e->cpu_latency_qos_us < 0 && e->cpu_latency_qos_us != -1)
 		cfg_fail(c, "cpu_latency_qos_us", "%g: a latency in microseconds (>= 0), or -1 for no request",
 			 e->cpu_latency_qos_us);

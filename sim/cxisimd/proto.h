@@ -129,6 +129,8 @@ struct pcb_thread {
 };
 _Static_assert(sizeof(struct pcb_thread) == 64, "a thread slot is one cache line");
 
+#define PCB_CLIP_AFTER_PARK 1u
+#define PCB_CLIP_END_SITE 2u
 struct pcb_shm {
 	uint32_t magic;
 	uint32_t time_mode;
@@ -148,12 +150,15 @@ struct pcb_shm {
 	_Atomic uint64_t req_vt_ps;
 	_Atomic uint32_t req_slot;
 	uint32_t span_clip_ns;         /* emulation.span_clip_ns: the most a short span's tail is forgiven (vtime.c) */
+	uint32_t span_clip_q_pm;       /* emulation.span_clip_quantile x 1000: the quantile the clip charges up to */
+	uint32_t span_clip_flags;      /* PCB_CLIP_AFTER_PARK (span_clip_after_park), PCB_CLIP_END_SITE (span_clip_site end) */
 	/* Parks that ended by park_timeout (wall time) with nobody waking the thread: metrics.json
 	 * emulation.park_timeouts, summed by the daemon at detach. */
 	_Atomic uint64_t park_timeouts;
 	/* The span clip (span_clip_ns > 0): spans charged, spans clipped, CPU ns forgiven; metrics.json
-	 * emulation.spans, spans_clipped, span_clip_credit_ns, summed by the daemon at detach. */
-	_Atomic uint64_t spans, spans_clipped, span_clip_credit_ns;
+	 * emulation.spans, spans_clipped, span_clip_credit_ns, summed by the daemon at detach; spans_after_park:
+	 * of the spans, those that began when the thread came back from a park (emulation.spans_after_park). */
+	_Atomic uint64_t spans, spans_clipped, span_clip_credit_ns, spans_after_park;
 	/* Each slot its own cache line (the mapping is page-aligned): a slot is written by its thread and the
 	 * daemon, never by a neighbour's thread or with the daemon's own fields above. */
 	_Alignas(64) struct pcb_thread threads[CXISIM_MAX_THREADS];

@@ -537,6 +537,9 @@ int vclock_attach(struct client *c)
 	atomic_store(&p->daemon_vt_ps, sim_now(d->sim));
 	p->cpu_scale = d->emu->cpu_scale;
 	p->span_clip_ns = d->emu->span_clip_ns; /* only ever applied to CPU time charged, i.e. with cpu_scale > 0 */
+	p->span_clip_q_pm = d->emu->span_clip_q_pm;
+	p->span_clip_flags = (d->emu->span_clip_after_park ? PCB_CLIP_AFTER_PARK : 0) |
+			     (d->emu->span_clip_end_site ? PCB_CLIP_END_SITE : 0);
 	p->park_timeout_ns = d->emu->park_timeout_ns;
 	p->retry_ps = d->emu->retry;
 	atomic_store(&p->daemon_want_ps, UINT64_MAX);
@@ -562,6 +565,7 @@ void vclock_detach(struct client *c)
 			*c->d->st_park_timeouts += atomic_load(&c->pcb->park_timeouts);
 			*c->d->st_spans += atomic_load(&c->pcb->spans);
 			*c->d->st_spans_clipped += atomic_load(&c->pcb->spans_clipped);
+			*c->d->st_spans_after_park += atomic_load(&c->pcb->spans_after_park);
 			*c->d->st_span_clip_credit += atomic_load(&c->pcb->span_clip_credit_ns);
 		}
 	}

@@ -300,20 +300,22 @@ def test_netpipe_cpu_scale_0_is_deterministic_and_ignores_host_load(tmp_path):
             assert abs(other[size][1] - a[size][1]) <= NETPIPE_TICK_S, (size, a[size], other[size])
 
 
-def tail_run(tmp_path, clip):
-    """clock_work tail at cpu_scale 1 with emulation.span_clip_ns CLIP: the short spans' virtual ns (the
-    common ones, the ones 2 us longer) and the 1 ms burn's (virtual ns, CPU ns); the run's counters."""
-    out = tmp_path / f"clip{clip}"
-    r = cxisim_exec([CLOCK_WORK, "tail"], sets={"cpu_scale": 1, "span_clip_ns": clip}, out=out, timeout=120)
+def tail_run(tmp_path, clip, mode="tail", skip=20, **clip_sets):
+    """clock_work MODE (tail, tailq) at cpu_scale 1 with emulation.span_clip_ns CLIP (and the clip's other
+    parameters CLIP_SETS): the short spans' virtual ns (the short ones, the ones 2 us longer; after the first
+    SKIP) and the 1 ms burn's (virtual ns, CPU ns); the run's counters."""
+    out = tmp_path / f"{mode}{clip}{''.join(f'-{k}{v}' for k, v in sorted(clip_sets.items()))}"
+    r = cxisim_exec([CLOCK_WORK, mode], sets={"cpu_scale": 1, "span_clip_ns": clip, **clip_sets}, out=out,
+                    timeout=120)
     assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
     rows = [ln.split() for ln in r.stdout.splitlines() if ln.startswith("tail")]
     spans = [(int(x[1]), x[2] == "1") for x in rows if x[0] == "tail"]
     assert len(spans) == 200, r.stdout
     burn = [(int(x[1]), int(x[2])) for x in rows if x[0] == "tailburn"]
     assert len(burn) == 1, r.stdout
-    # The site's median is known after its first samples: look at the spans after them.
-    short = statistics.median(v for v, long in spans[20:] if not long)
-    longer = statistics.median(v for v, long in spans[20:] if long)
+    # The site's estimate is known after its first samples: look at the spans after them.
+    short = statistics.median(v for v, long in spans[skip:] if not long)
+    longer = statistics.median(v for v, long in spans[skip:] if long)
     return short, longer, burn[0], emulation_counters(out)
 
 
@@ -334,3 +336,33 @@ def test_span_clip_forgives_a_short_spans_tail_not_a_long_burn(tmp_path):
     assert longer - short > 1500, (short, longer)
     assert abs(v - cpu) < 0.25 * clip, (v, cpu)
     assert not any(c.get(k) for k in ("spans", "spans_clipped", "span_clip_credit_ns")), c
+
+
+def test_span_clip_quantile_charges_a_sites_low_quantile(tmp_path):
+    """emulation.span_clip_quantile (provider/vtime.c "span clip"): at one site 3 of 4 spans burn 3 us and
+    1 of 4 burns 1 us, so the site's median is the long span and its 10% quantile the short one.  With the
+    quantile 0.1 (and a 20 us clip) the long spans are charged the short span's time, with either key (the
+    pair of sites, or the ending site alone); with the default 0.5 they are charged their CPU (the median
+    forgives nothing of them).  Counters: most spans clipped, each by at most the clip."""
+    clip = 20000
+    for site in ("pair", "end"):
+        short, longer, (v, cpu), c = tail_run(tmp_path, clip, "tailq", 100, span_clip_quantile=0.1,
+                                              span_clip_site=site)
+        assert longer - short < 500, (site, short, longer)
+        assert abs(v - cpu) < 0.05 * cpu, (v, cpu)
+        spans, clipped, credit = (c.get(k, 0) for k in ("spans", "spans_clipped", "span_clip_credit_ns"))
+        assert 200 <= spans and 100 <= clipped <= spans and 100 * 1000 <= credit <= clipped * clip, c
+    short, longer, _, c = tail_run(tmp_path, clip, "tailq", 100)
+    assert longer - short > 1500, (short, longer)
+
+
+def test_span_clip_after_park_clips_only_spans_that_follow_a_park(tmp_path):
+    """emulation.span_clip_after_park 1: the spans of clock_work tail (consecutive clock reads, the thread
+    never parks between them) are charged their CPU even with a 20 us clip, the 1 ms burn too; the spans
+    that did follow a park (its message exchanges) are counted, and only they are clipped."""
+    clip = 20000
+    short, longer, (v, cpu), c = tail_run(tmp_path, clip, span_clip_after_park=1)
+    assert longer - short > 1500, (short, longer)
+    assert abs(v - cpu) < 0.25 * clip, (v, cpu)
+    spans, after, clipped = (c.get(k, 0) for k in ("spans", "spans_after_park", "spans_clipped"))
+    assert 200 <= spans and 1 <= after <= spans and clipped <= after, c

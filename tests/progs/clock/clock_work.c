@@ -22,6 +22,8 @@
  *          TAIL_SHORT_NS of CPU, every TAIL_EVERY-th TAIL_LONG_NS; then one span burning 1 ms at the same
  *          site (emulation.span_clip_ns: the long short spans are charged the site's median, the 1 ms burn
  *          1 ms - clip; prints "tail <virtual ns> <long: 0|1> 0" per span, "tailburn <virtual ns> <cpu ns> 0");
+ *   tailq: as tail, but only every TAIL_EVERY_Q-th span is short and the others long: the site's median is
+ *          the long span, its low quantiles the short one (emulation.span_clip_quantile);
  *   signal: the main thread sleeps in poll() on its CQ's wait fd (fi_trywait first, before the second
  *          thread starts; a 100 ms timeout)
  *          while a second thread, SIGNAL_NS (virtual) after both are ready, calls fi_cq_signal on it: the
@@ -44,6 +46,7 @@
 #define TAIL_EVERY 10
 #define TAIL_SHORT_NS 1000
 #define TAIL_LONG_NS 3000
+#define TAIL_EVERY_Q 4
 
 static pthread_barrier_t signal_ready;
 
@@ -186,8 +189,8 @@ int main(int argc, char **argv)
 	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
 	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi") &&
 	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc") && strcmp(a.mode, "poll") && strcmp(a.mode, "excursion") &&
-	    strcmp(a.mode, "signal") && strcmp(a.mode, "tail")) {
-		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll|excursion|signal|tail\n");
+	    strcmp(a.mode, "signal") && strcmp(a.mode, "tail") && strcmp(a.mode, "tailq")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll|excursion|signal|tail|tailq\n");
 		return 2;
 	}
 	mpi_order = !strcmp(a.mode, "rt-mpi");
@@ -212,18 +215,20 @@ int main(int argc, char **argv)
 		t_join(child, "echo");
 		return t_finish("clock_work");
 	}
-	if (!strcmp(a.mode, "tail")) {
+	if (!strcmp(a.mode, "tail") || !strcmp(a.mode, "tailq")) {
 		static uint64_t v[TAIL_SPANS + 1];
+		bool q = !strcmp(a.mode, "tailq");
 		v[0] = t_mono_ns();
 		for (int i = 1; i <= TAIL_SPANS; i++) {
-			t_burn_cpu(i % TAIL_EVERY ? TAIL_SHORT_NS : TAIL_LONG_NS);
+			bool longer = q ? i % TAIL_EVERY_Q != 0 : i % TAIL_EVERY == 0;
+			t_burn_cpu(longer ? TAIL_LONG_NS : TAIL_SHORT_NS);
 			v[i] = t_mono_ns();
 		}
 		uint64_t c0 = t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		t_burn_cpu(1000000);
 		uint64_t c1 = t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), vb = t_mono_ns();
 		for (int i = 1; i <= TAIL_SPANS; i++)
-			printf("tail %" PRIu64 " %d 0\n", v[i] - v[i - 1], i % TAIL_EVERY == 0);
+			printf("tail %" PRIu64 " %d 0\n", v[i] - v[i - 1], q ? i % TAIL_EVERY_Q != 0 : i % TAIL_EVERY == 0);
 		printf("tailburn %" PRIu64 " %" PRIu64 " 0\n", vb - v[TAIL_SPANS], c1 - c0);
 		for (int i = 0; i < ITERS; i++) /* the echo's messages */
 			msg(&t, peer, true);
