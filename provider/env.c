@@ -154,7 +154,16 @@ void cxip_env_init(void)
 	if (!cxip_env.default_cq_size)
 		cxip_env.default_cq_size = 131072;
 	env_size("default_tx_size", "Default provider TX size", &cxip_env.default_tx_size);
+	if (cxip_env.default_tx_size < 16 || cxip_env.default_tx_size > CXIP_MAX_TX_SIZE) {
+		/* as upstream: a size it cannot use falls back to the default (0 made tx_attr.size 0) */
+		cxip_env.default_tx_size = CXIP_DEFAULT_TX_SIZE;
+		CXIP_WARN(FI_LOG_FABRIC, "Default TX size invalid. Setting to %zu\n", cxip_env.default_tx_size);
+	}
 	env_size("default_rx_size", "Default provider RX size", &cxip_env.default_rx_size);
+	if (cxip_env.default_rx_size < 16 || cxip_env.default_rx_size > CXIP_MAX_RX_SIZE) {
+		cxip_env.default_rx_size = CXIP_DEFAULT_RX_SIZE;
+		CXIP_WARN(FI_LOG_FABRIC, "Default RX size invalid. Setting to %zu\n", cxip_env.default_rx_size);
+	}
 	env_int("cq_fill_percent", "Fill percent of underlying hardware event queue used to determine when "
 			"completion queue is saturated", &cxip_env.cq_fill_percent);
 	if (cxip_env.cq_fill_percent < 1 || cxip_env.cq_fill_percent > 100)

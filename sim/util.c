@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,6 +30,18 @@ void *xcalloc(size_t n, size_t size)
 	if (!p)
 		oom(n * size);
 	return p;
+}
+
+void *xcalloc_lines(size_t n, size_t size)
+{
+	size_t bytes = n * size;
+	if (size && bytes / size != n)
+		oom(SIZE_MAX);
+	bytes = (bytes + 63) & ~(size_t)63;
+	void *p = aligned_alloc(64, bytes ? bytes : 64);
+	if (!p)
+		oom(bytes);
+	return memset(p, 0, bytes ? bytes : 64);
 }
 
 void *xrealloc(void *p, size_t n)

@@ -7,6 +7,9 @@
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
+/* n zeroed records of `size` bytes starting on a cache line (64 bytes); free() frees it.  For arrays of
+ * per-entity records sized to a line, so that each record is one line, not two halves. */
+void *xcalloc_lines(size_t n, size_t size);
 char *xstrdup(const char *s);
 /* Internal invariant broken: print and abort (never used for user errors; those go through cfg_fail). */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -1,5 +1,6 @@
 """`cxisim sweep`: run a scenario's parameter lists, in parallel locally or as a Slurm job array."""
 import os
+import re
 
 from . import InputError
 from . import inputs
@@ -47,6 +48,11 @@ def add_arguments(p):
                 "point's values)")
 
 
+# sbatch --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes,
+# days-hours:minutes:seconds
+SLURM_TIME = re.compile(r"\d+(:\d+){0,2}|\d+-\d+(:\d+){0,2}")
+
+
 def main(args):
     seed = inputs.seed_option(args.seed)
     if args.jobs is not None and args.jobs < 1:
@@ -55,6 +61,11 @@ def main(args):
                command=args.command)
     if args.command and args.slurm:
         raise InputError("--slurm runs points with the engine; a sweep with a command runs them locally")
+    if args.slurm_max_parallel is not None and args.slurm_max_parallel < 1:
+        raise InputError(f"--slurm-max-parallel {args.slurm_max_parallel}: expected a positive integer")
+    if not SLURM_TIME.fullmatch(args.slurm_time):
+        raise InputError(f"--slurm-time {args.slurm_time!r}: expected a Slurm time limit (MM, MM:SS, HH:MM:SS, "
+                         "D-HH, D-HH:MM or D-HH:MM:SS)")
     if args.list:
         for name in sw.run_names:
             print(name)

@@ -190,6 +190,16 @@ class Sweep:
                                     run_name=self.run_names[i], quiet=True, doc=self.docs[i])
             return i, d, time.monotonic() - t0
 
+        created = runmod._missing_dirs(self.dir)
+        try:
+            self._run_points(one, n, jobs, dirs, walls, log)
+        except BaseException:
+            runmod._remove_created(created)  # a sweep that failed at once leaves no empty scenario directory
+            raise
+        self.write_index(walls)
+        return dirs
+
+    def _run_points(self, one, n, jobs, dirs, walls, log):
         done = 0
         futs = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
@@ -206,14 +216,13 @@ class Sweep:
                     done += 1
                     if log:
                         print(f"[{done}/{n}] {self.run_names[i]}  {wall:.1f} s", file=log, flush=True)
-            except BaseException as e:
+            except BaseException:
                 for f in futs:
                     f.cancel()
-                if isinstance(e, (KeyboardInterrupt, Terminated)):  # the running points go too, cleaned up
-                    runmod.stop_engines()
+                # Ctrl-C, SIGTERM, or a point's bad input (the sweep is bad input: exit 2, and the other
+                # points would only run to completion for nothing): the running points go too, cleaned up.
+                runmod.stop_engines()
                 raise
-        self.write_index(walls)
-        return dirs
 
     def collect(self):
         """The points' run directories as a finished run left them (a Slurm array's tasks): sweep.json with
@@ -232,9 +241,9 @@ class Sweep:
 
     def slurm_script(self, path, python="/usr/bin/python3", max_parallel=None, time_limit="00:30:00",
                      extra=None):
-        """Write a Slurm job-array script (one task per point) and the points file it reads."""
-        os.makedirs(self.dir, exist_ok=True)
-        idx = self.write_index()
+        """Write a Slurm job-array script (one task per point) and the points file it reads.  The script
+        first: a path that cannot be written is bad input, and leaves no points file behind."""
+        idx = os.path.join(self.dir, "sweep.json")
         n = len(self.points)
         array = f"0-{n - 1}" + (f"%{max_parallel}" if max_parallel else "")
         cxisim = os.path.join(REPO, "cxisim")
@@ -269,7 +278,15 @@ class Sweep:
             ")",
             f"exec {python} {shlex.quote(cxisim)} run \"${{ARGS[@]}}\" --out {shlex.quote(out)}",
         ]
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        except OSError as e:
+            raise InputError(f"--slurm {path}: {e.strerror}") from None
+        try:
+            self.write_index()
+        except OSError as e:
+            os.remove(path)
+            raise InputError(f"--out {self.out}: cannot write {e.filename or self.dir}: {e.strerror}") from None
         os.chmod(path, 0o755)
         return path

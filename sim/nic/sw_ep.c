@@ -630,15 +630,14 @@ static void progress_eq(struct sw_ep *ep, uint32_t eqn)
 void sw_ep_post_prefetch(const struct sw_ep *ep, unsigned stage)
 {
 	if (stage == 0) {
-		/* the fields sw_recv and sw_send read before they queue (lines of a 1.1 KB record) */
+		/* the lines sw_recv and sw_send read before they queue (the record's first lines, then the
+		 * attributes they check) */
 		__builtin_prefetch(&ep->nic);
-		__builtin_prefetch(&ep->attr);
 		__builtin_prefetch(&ep->eq_tx);
-		__builtin_prefetch(&ep->state);
 		__builtin_prefetch(&ep->posted);
-		__builtin_prefetch(&ep->rx_outstanding);
-		__builtin_prefetch(&ep->tx_outstanding);
-		__builtin_prefetch(&ep->closing);
+		__builtin_prefetch(&ep->attr.progress);
+		__builtin_prefetch(&ep->attr.tx_size);
+		__builtin_prefetch(&ep->attr.comp);
 		return;
 	}
 	nic_eq_prefetch(ep->nic, ep->eq_rx, stage - 1);
@@ -757,7 +756,7 @@ int sw_ep_open(struct nic *nic, const struct sw_ep_attr *attr, struct sw_ep **ou
 	} else if (pids[pid]) {
 		return -FI_EADDRINUSE;
 	}
-	struct sw_ep *ep = xcalloc(1, sizeof(*ep));
+	struct sw_ep *ep = xcalloc_lines(1, sizeof(*ep));
 	ep->nic = nic;
 	ep->sim = sim;
 	memcpy(&ep->attr, (const char *)attr + offsetof(struct sw_ep_attr, proto), sizeof(ep->attr));

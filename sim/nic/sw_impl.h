@@ -256,38 +256,54 @@ struct sw_region {
 	uint64_t addr, len;
 };
 
+/* Field order: what one RPC of a client touches comes first, in the first lines (the record starts on a
+ * line): at a million client endpoints every endpoint is cold at each post and completion, and the
+ * fields an RPC reads were spread over 13 of the record's 18 lines (cachegrind, docs/workloads.md Round 9). */
 struct sw_ep {
+	/* line 0 */
 	struct nic *nic;
 	struct sim *sim;
-	struct sw_ep_opts attr;       /* its attributes but the environment, */
-	const struct sw_env *env;     /* ... which it shares (sw_ep.c) */
+	const struct sw_env *env;     /* the environment, which it shares (sw_ep.c) */
+	struct sw_world *w;           /* the simulation's provider state (sw_ep.c) */
+	struct pool *req_ux;          /* where every request and unexpected message of the endpoint comes from
+				       * (shared per simulation) */
+	char *fatal;
+	struct nic_cmdq *txq, *tgq;
+	/* line 1 */
 	struct nic_lni *lni;
+	uint16_t *free_ids;          /* LE buffer ids released for reuse */
+	uint32_t nfree_ids, free_ids_cap, next_id;
+	uint32_t eq_tx, eq_rx, eq_ctrl;
+	uint32_t rx_ptn;
+	enum sw_rxc_state state;      /* RX context state (below) */
+	uint32_t tx_outstanding;
+	uint32_t rx_outstanding;
+	bool closing;
+	struct sw_obj state_obj;
+	/* lines 2-3: the lists an RPC's requests go on */
+	struct sw_req_list posted;   /* receives not yet matched (hardware-offloaded or software) */
+	struct sw_req_list inflight; /* receives no longer matchable whose completion or NIC events are to come */
+	struct sw_req_list msg_queue; /* sends in flight, in order */
+	struct sw_ux_list ux;        /* software unexpected list */
+	struct sw_host_work host;    /* since the last sw_ep_take_host_work */
+	struct sw_ep_opts attr;       /* its attributes but the environment (env) */
+
+	uint32_t ctrl_ptn, rdzv_ptn;
 	uint32_t pid;
 	struct nic_mem_ops memops;   /* routes private addresses to provider memory, the rest to the user's */
 	uint8_t **priv;              /* backing of provider-private memory, SW_PRIV_CHUNK bytes per entry, each
 				      * allocated at its first write (NULL: reads as zeros; no array without real data) */
 	uint64_t priv_chunks, priv_used;
-	char *fatal;
-	struct sw_host_work host;    /* since the last sw_ep_take_host_work */
 
-	uint32_t eq_tx, eq_rx, eq_ctrl;
-	struct nic_cmdq *txq, *tgq;
 	struct sw_backlog *backlog[2]; /* [0] txq, [1] tgq: internal commands waiting for room (lazy) */
-	uint32_t rx_ptn, ctrl_ptn, rdzv_ptn;
-	struct sw_obj state_obj;
 
 	/* RX context */
-	enum sw_rxc_state state, prev_state, new_state;
+	enum sw_rxc_state prev_state, new_state;
 	int fc_reason;
 	bool msg_offload;
 	uint32_t drop_count;         /* drops reported by peers' FC_NOTIFY */
-	struct sw_req_list posted;   /* receives not yet matched (hardware-offloaded or software) */
 	struct sw_req_list replay;   /* receives whose append failed, to replay in order */
-	struct sw_req_list inflight; /* receives no longer matchable whose completion or NIC events are to come */
 	struct sw_req_list peeks;    /* FI_PEEK searches in flight */
-	uint16_t *free_ids;          /* LE buffer ids released for reuse */
-	uint32_t nfree_ids, free_ids_cap, next_id;
-	struct sw_ux_list ux;        /* software unexpected list */
 	struct sw_ux_list pending_ux;/* request-list arrivals during a hardware-to-software transition */
 	struct sw_ux **ux_map;       /* hardware unexpected headers keyed by data address */
 	uint32_t ux_map_cap, ux_map_n;
@@ -301,17 +317,11 @@ struct sw_ep {
 	struct sw_fc_drops *fc_drops;
 	uint32_t sw_gets_out;
 	struct sw_rmsg *sw_get_wait, *sw_get_wait_tail;
-	uint32_t rx_outstanding;
 
 	/* TX context */
-	struct sw_world *w;           /* the simulation's provider state (sw_ep.c) */
-	struct pool *req_ux;          /* where every request and unexpected message of the endpoint comes from
-				       * (shared per simulation) */
 	struct pool *rmsgs;           /* ... every rendezvous message (likewise) */
-	struct sw_req_list msg_queue; /* sends in flight, in order */
 	struct sw_req_list rma_queue; /* RMA operations in flight */
 	struct sw_fc_peer *fc_peers;
-	uint32_t tx_outstanding;
 	struct sw_req **rdzv_reqs;   /* by rendezvous id, for ids below rdzv_next */
 	uint32_t *rdzv_free;          /* released ids, reused last-freed first */
 	uint32_t rdzv_nfree, rdzv_next, rdzv_cap;
@@ -334,7 +344,6 @@ struct sw_ep {
 
 	struct sw_ep_stats st;
 	uint64_t *c_rnr_nacks, *c_retries, *c_fc, *c_sw_trans, *c_hazards, *c_onloaded, *c_notify, *c_resume;
-	bool closing;
 };
 
 /* Internal commands (appends, unlinks, searches, flow-control steps) that found their command queue full,

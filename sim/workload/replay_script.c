@@ -228,6 +228,9 @@ static int build_streams(struct loader *L)
 			struct ep_info *e = ep_by_id(L, m.ep);
 			if (!e || e->id == s->server_ep || m.dst_nic != s->server_nic || m.dst_pid != s->server_pid)
 				break;
+			if (m.len > UINT32_MAX) /* Cassini's and the provider's limit (CXIP_EP_MAX_MSG_SZ) */
+				return fail(L, "endpoint %u sent a message of %llu bytes, more than a message carries "
+					    "(4 GiB - 1)", m.ep, (unsigned long long)m.len);
 			struct rq_stream *st = stream_of(L, e);
 			st->rqs = xrealloc(st->rqs, (st->n + 1) * sizeof(*st->rqs));
 			struct rq *q = &st->rqs[st->n++];

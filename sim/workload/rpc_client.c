@@ -568,8 +568,8 @@ static void clients_build(struct sim *sim, const struct cfg *sec)
 		cs->vni = w->server->cfg.vnis[0];
 	if (cs->credits && cs->T > 0)
 		cs->per_target = xcalloc((size_t)cs->n * cs->T, 1);
-	cs->procs = xcalloc(cs->n, sizeof(*cs->procs));
-	cs->slots = xcalloc((size_t)cs->n * cs->W, sizeof(*cs->slots));
+	cs->procs = xcalloc_lines(cs->n, sizeof(*cs->procs));
+	cs->slots = xcalloc_lines((size_t)cs->n * cs->W, sizeof(*cs->slots));
 	w->clients = cs;
 	w->client_addr_of = client_addr_of;
 	w->win_start = cs->warmup;

@@ -26,14 +26,17 @@ struct rpc_slot {
 	bool timed_out, failed;
 };
 
+/* One cache line (the array starts on one): every RPC of a million-client run finds its process cold, and
+ * at 72 bytes each record was two lines (cachegrind, docs/workloads.md Round 9). */
 struct rpc_proc {
 	struct sw_ep *ep;
 	struct host_core core;
 	struct rng rng;
 	uint32_t rr;        /* RPCs started: round-robin position */
-	uint16_t inflight;  /* dispatched and not finished (counts against quota and credits) */
+	uint8_t inflight;   /* dispatched and not finished (counts against quota and credits; <= in_flight < 256) */
 	uint8_t qhead, qtail, qlen;
 };
+_Static_assert(sizeof(struct rpc_proc) == 64, "a client process's record is one cache line");
 
 struct rpc_client_stats {
 	uint64_t started, attempts, attempts_at_open, completed, completed_in_window, timeouts, retries, failed;

@@ -1,6 +1,8 @@
 """FI_CXI_* variables of the application reach the NIC model: the daemon's telemetry (Cassini counter
 names) shows software matching on the request list, rendezvous or eager transfers, as the variables ask.
 Provider-level switches (key cache, optimized MRs, match mode) are read back through fi_control."""
+import re
+
 import pytest
 from cxisim.counters import telemetry_counters
 
@@ -52,3 +54,23 @@ def test_rendezvous_threshold(tmp_path):
 def test_provider_switches_from_env(env):
     r = cxisim_exec([prog("prov_errors")], env=env)
     assert r.returncode == 0 and "PASSED prov_errors" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("value, expect", [("0", 1024), ("8", 1024), ("16385", 1024), ("16", 16), ("4096", 4096)])
+def test_default_queue_sizes_out_of_range_fall_back(tmp_path, value, expect):
+    """FI_CXI_DEFAULT_TX_SIZE / _RX_SIZE outside 16..the provider's maximum (16,384 TX, 15,360 RX) fall back
+    to 1,024 with a warning, as upstream cxi does; 0 used to be reported as tx_attr.size 0, and fi_pingpong's
+    server then failed to open its endpoint (-FI_EINVAL).  In range, fi_info reports the value and a
+    ping-pong runs."""
+    env = {"FI_CXI_DEFAULT_TX_SIZE": value, "FI_CXI_DEFAULT_RX_SIZE": value, "FI_LOG_LEVEL": "warn"}
+    r = cxisim_exec(["fi_info", "-p", "cxi", "-v"], env=env, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    sizes = [int(x) for x in re.findall(r"^\s+size: (\d+)$", r.stdout, re.M)]
+    assert sizes and set(sizes) == {expect}, sizes
+    assert ("size invalid" in r.stderr) == (expect != int(value)), r.stderr
+    script = tmp_path / "pp.sh"
+    script.write_text("#!/bin/bash\n" + pingpong_pair("-p cxi -e rdm -S 8 -I 20", "-p cxi -e rdm -S 8 -I 20")
+                      + "rc=$?\nwait $srv\nexit $rc\n")
+    script.chmod(0o755)
+    r = cxisim_exec([str(script)], env={k: v for k, v in env.items() if k != "FI_LOG_LEVEL"}, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

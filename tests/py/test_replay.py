@@ -7,8 +7,10 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import zlib
 
 import pytest
 
@@ -98,6 +100,36 @@ def test_truncated_or_foreign_capture_is_refused_with_exit_2(cap, tmp_path, cxis
                     scenario=SCENARIO, timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "field 'replay.capture'" in r.stderr and "truncated capture" in r.stderr, r.stderr
+
+
+def records(data):
+    """(type, body offset, body bytes) of every record of a capture, and the end record's offset."""
+    out, off = [], 32
+    while True:
+        t, _, n = struct.unpack_from("<HHI", data, off)
+        if t == 0xFFFF:
+            return out, off
+        out.append((t, off + 8, n))
+        off += 8 + ((n + 7) & ~7)
+
+
+def test_capture_with_a_valid_checksum_but_impossible_values_is_refused(cap, tmp_path):
+    """A capture is input: one whose checksum holds but whose values cannot be replayed (here a message of
+    2^40 bytes, as a crafted or foreign file may hold) is refused when the daemon loads the scenario, exit 2
+    with the file and the problem named -- it used to stop the daemon itself ("replay: send failed: -90",
+    abort) under the real server, found by flipping bytes of the records and fixing the CRC."""
+    data = bytearray(open(cap, "rb").read())
+    recs, end = records(data)
+    for t, body, n in recs:
+        if t == 3:  # CAP_SEND: u64 len at byte 48 of the body
+            struct.pack_into("<Q", data, body + 48, 1 << 40)
+    struct.pack_into("<I", data, end + 16, zlib.crc32(bytes(data[:end])))
+    bad = tmp_path / "huge.cxcap"
+    bad.write_bytes(bytes(data))
+    r = cxisim_exec([SERVER, "--requests", "1"], sets={"topology": "direct", "capture": str(bad), "clients": 4},
+                    scenario=SCENARIO, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "field 'replay.capture'" in r.stderr and "more than a message carries" in r.stderr, r.stderr
 
 
 def test_thousand_replay_clients_each_request_answered_once(cap, tmp_path):

@@ -56,6 +56,20 @@ def test_sweep_writes_a_slurm_job_array(cxisim, tmp_path):
     assert runs == ["clients=32_strategy=standard"]
 
 
+@pytest.mark.parametrize("args, needle", [
+    (["--slurm", "/proc/nope/job.sh"], "--slurm /proc/nope/job.sh"),
+    (["--slurm", "job.sh", "--out", "/proc/nope"], "--out /proc/nope"),
+    (["--slurm", "job.sh", "--slurm-max-parallel", "0"], "--slurm-max-parallel 0: expected a positive integer"),
+    (["--slurm", "job.sh", "--slurm-time", "half an hour"], "--slurm-time 'half an hour'"),
+])
+def test_bad_slurm_options_write_nothing(cxisim, tmp_path, args, needle):
+    """A job-array script that sbatch would refuse (%0, a time limit it cannot parse), or that cannot be
+    written, is bad input: exit 2, one line, and neither the script nor the points file is left behind."""
+    path = write(tmp_path, "s.yaml.j2", SWEEP)
+    assert_bad(cxisim("sweep", path, "--out", "out", *args), needle)
+    assert not (tmp_path / "job.sh").exists() and not (tmp_path / "out").exists()
+
+
 def test_plot_and_report(cxisim, tmp_path):
     path = write(tmp_path, "s.yaml.j2", SWEEP)
     cxisim("sweep", path, "--out", "out", "--set", "measure_us=100", check=True)
