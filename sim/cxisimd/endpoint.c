@@ -552,6 +552,7 @@ static void env_from_req(struct sw_env *e, const struct ctl_ep_open_req *r)
 	e->mr_match_events = r->flags & EPF_MR_MATCH_EVENTS;
 	e->trunc_ok = r->flags & EPF_TRUNC_OK;
 	e->enable_writedata = r->flags & EPF_ENABLE_WRITEDATA;
+	sw_env_correct(e);
 }
 
 static struct dqueue *find_queue(struct client *c, uint32_t id, uint32_t kind)

@@ -98,6 +98,9 @@ int sw_env_parse(struct sw_env *e, const char *(*getenv_fn)(void *ctx, const cha
 /* Override from a scenario section (keys are the variable names without FI_CXI_, lower case, e.g.
  * rx_match_mode: hybrid, rdzv_threshold: 8192). */
 void sw_env_from_cfg(struct sw_env *e, const struct cfg *c);
+/* Upstream's corrections of values it cannot use (sw_env_parse and sw_env_from_cfg apply them too), for
+ * values set one by one (the daemon, from a process's endpoint-open request). */
+void sw_env_correct(struct sw_env *e);
 /* The scenario-wide defaults: sw_env_defaults() overridden by the "cxi" section, if any. */
 void sw_env_scenario(struct sim *sim, struct sw_env *e);
 

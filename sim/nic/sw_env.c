@@ -152,12 +152,42 @@ static void env_store(struct sw_env *e, const struct env_var *v, uint64_t x)
 	}
 }
 
+/* A request buffer's header room: the fabric header and the unrestricted Portals header of a message landing
+ * in it (cassini_user_defs.h, packed: 20 + 43 bytes; upstream CXIP_REQ_BUF_HEADER_MAX_SIZE). */
+#define REQ_BUF_HEADER_MAX 63u
+#define SW_RX_TX_INIT_MIN 64u /* upstream CXIP_SW_RX_TX_INIT_MIN */
+
+/* The corrections upstream's cxip_env_init makes to values it cannot use, here for every way values arrive
+ * (a process's FI_CXI_* through the daemon, a scenario's cxi section): a request buffer smaller than one
+ * eager message and its header left software receives waiting forever for room. */
 static void env_derive(struct sw_env *e)
 {
 	e->msg_offload = e->rx_match_mode != SW_MATCH_SOFTWARE;
+	if (e->rdzv_threshold > e->oflow_buf_size) {
+		/* Upstream resets it to the default even when that is still above the buffer (and its get-minimum
+		 * check below then wraps around); an eager message must fit in an overflow buffer, so not here. */
+		uint64_t def = (uint64_t)param_find(cxi_params, ARRAY_SIZE(cxi_params), "env.rdzv_threshold")->def;
+		e->rdzv_threshold = (uint32_t)(def < e->oflow_buf_size ? def : e->oflow_buf_size);
+	}
+	if (e->rdzv_get_min > e->oflow_buf_size - e->rdzv_threshold)
+		e->rdzv_get_min = 0;
+	if (e->rdzv_eager_size > e->rdzv_threshold)
+		e->rdzv_eager_size = e->rdzv_threshold;
+	uint64_t min_free = REQ_BUF_HEADER_MAX + (uint64_t)e->rdzv_threshold + e->rdzv_get_min;
+	if (e->rx_match_mode != SW_MATCH_HARDWARE && e->req_buf_size < min_free)
+		e->req_buf_size = min_free;
 	if (e->req_buf_min_posted < 2)
 		e->req_buf_min_posted = 2;
 	/* req_buf_max_count 0 stays "8 x min_posted", resolved when an endpoint opens. */
+	if (e->req_buf_max_count && e->req_buf_max_count < e->req_buf_min_posted)
+		e->req_buf_max_count = e->req_buf_min_posted;
+	if (e->sw_rx_tx_init_max < SW_RX_TX_INIT_MIN)
+		e->sw_rx_tx_init_max = SW_RX_TX_INIT_MIN;
+}
+
+void sw_env_correct(struct sw_env *e)
+{
+	env_derive(e);
 }
 
 static void env_key(const struct env_var *v, char *key, size_t n)

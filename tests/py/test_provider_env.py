@@ -74,3 +74,14 @@ def test_default_queue_sizes_out_of_range_fall_back(tmp_path, value, expect):
     script.chmod(0o755)
     r = cxisim_exec([str(script)], env={k: v for k, v in env.items() if k != "FI_LOG_LEVEL"}, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("size", ["1", "4096"])
+def test_request_buffers_too_small_for_a_message_are_enlarged(size):
+    """FI_CXI_REQ_BUF_SIZE below one eager message and its header, with software matching: upstream cxi
+    enlarges the buffers to that (63 B + FI_CXI_RDZV_THRESHOLD + FI_CXI_RDZV_GET_MIN); the model used them
+    as given, and software receives waited forever for room (prov_fanin hung until its timeout).  The
+    daemon applies the same corrections to every process's values (sim/nic/sw_env.c)."""
+    env = {"FI_CXI_RX_MATCH_MODE": "software", "FI_CXI_REQ_BUF_SIZE": size}
+    r = cxisim_exec([prog("prov_fanin")], env=env, timeout=120)
+    assert r.returncode == 0 and "PASSED prov_fanin" in r.stdout, r.stdout + r.stderr
