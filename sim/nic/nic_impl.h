@@ -300,8 +300,18 @@ struct nic_ctr_ix {
 extern struct nic_ctr_ix nic_cix;
 #define NIC_C(nic, f) ((nic)->cv[nic_cix.f])
 
-
-struct nic_pct_table;
+/* One PCT connection table (pct.c), embedded in the NIC record: a packet's use reaches it without a pointer
+ * hop.  All zero: nothing seen yet (slots and FIFO are allocated at first use). */
+struct pct_conn;
+struct pct_use;
+struct nic_pct_table {
+	struct pct_conn *slots;
+	uint32_t cap;  /* slots (a power of two); open connections occupy them */
+	uint32_t open, high;
+	struct pct_use *fifo;
+	uint32_t fcap, fhead, flen;
+	simtime_t head_at; /* fifo[fhead].at while flen: most uses expire nothing, and need not touch the FIFO */
+};
 
 struct nic {
 	struct sim *sim;
@@ -336,7 +346,7 @@ struct nic {
 	struct nic_le_pool *pools;
 	struct nic_pe pe[C_PE_COUNT];
 	uint32_t trs_used;        /* requests received and not yet answered (ACK or reply) */
-	struct nic_pct_table *sct, *tct; /* PCT connections (pct.c), created at first use */
+	struct nic_pct_table sct, tct; /* PCT connections (pct.c) */
 	simtime_t tx_free;        /* transmit engine busy until */
 	simtime_t tx_order;       /* last packet departure time (departures keep command order) */
 	simtime_t dma_read_free;  /* the host-read channel has streamed everything issued before, until then */
@@ -509,7 +519,6 @@ void nic_pkt_free(struct nic *nic, struct nic_pkt *p);
 void nic_send_nack(struct nic *nic, struct nic_pkt *req);
 /* PCT connections (pct.c): a request leaving (source side) or arriving (target side; false: no TCT left,
  * NACK it). */
-struct nic_pct_table;
 bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p);
 int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p);
 /* Prefetch hooks' helper: stage k (0, 1, 2; one pop apart, NIC record in cache) of the lines

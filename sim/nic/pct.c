@@ -41,15 +41,6 @@ struct pct_use {
 	simtime_t at;
 };
 
-struct nic_pct_table {
-	struct pct_conn *slots;
-	uint32_t cap;  /* slots (a power of two); open connections occupy them */
-	uint32_t open, high;
-	struct pct_use *fifo;
-	uint32_t fcap, fhead, flen;
-	simtime_t head_at; /* fifo[fhead].at while flen: most uses expire nothing, and need not touch the FIFO */
-};
-
 /* First sizes: a client NIC holds a few connections at a time; tables double as needed. */
 enum { PCT_SLOTS_MIN = 16, PCT_FIFO_MIN = 16 };
 
@@ -171,19 +162,12 @@ struct nic_pct_table *nic_pct_table_new(void)
 	return xcalloc(1, sizeof(struct nic_pct_table));
 }
 
-static struct nic_pct_table *table(struct nic_pct_table **t)
-{
-	if (!*t)
-		*t = xcalloc(1, sizeof(**t));
-	return *t;
-}
-
 /* Returns whether the packet opened a source connection. */
 bool nic_pct_sct_use(struct nic *nic, const struct nic_pkt *p)
 {
 	if (!nic->active)
 		return false;
-	struct nic_pct_table *t = table(&nic->sct);
+	struct nic_pct_table *t = &nic->sct;
 	simtime_t now = sim_now(nic->sim);
 	uint64_t key = conn_class(nic, p->msg.dst, p->dst_pid, p->index);
 	int r = nic_pct_table_use(t, key, now, nic->p->pct_idle, UINT32_MAX);
@@ -215,8 +199,8 @@ static void table_prefetch(const struct nic_pct_table *t, uint64_t key, unsigned
 
 void nic_pct_prefetch(const struct nic *nic, const struct nic_pkt *p, bool target, unsigned stage)
 {
-	const struct nic_pct_table *t = target ? nic->tct : nic->sct;
-	if (!t || (!target && !nic->active))
+	const struct nic_pct_table *t = target ? &nic->tct : &nic->sct;
+	if (!target && !nic->active)
 		return;
 	if (stage == 0)
 		__builtin_prefetch(t);
@@ -228,7 +212,7 @@ void nic_pct_prefetch(const struct nic *nic, const struct nic_pkt *p, bool targe
 /* Returns -1 when the request is refused (no TCT left), 1 when it opened a target connection, else 0. */
 int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
 {
-	struct nic_pct_table *t = table(&nic->tct);
+	struct nic_pct_table *t = &nic->tct;
 	uint64_t key = conn_class(nic, p->msg.src, p->dst_pid, p->index);
 	int r = nic_pct_table_use(t, key, sim_now(nic->sim), nic->p->pct_idle, nic->p->pct_tct_entries);
 	if (r < 0) {
@@ -243,28 +227,34 @@ int nic_pct_tct_use(struct nic *nic, const struct nic_pkt *p)
 	return r;
 }
 
+/* The slots and FIFO (the table records themselves are part of the NIC record). */
 static uint64_t table_bytes(const struct nic_pct_table *t)
 {
-	return t ? sizeof(*t) + (uint64_t)t->cap * sizeof(*t->slots) + (uint64_t)t->fcap * sizeof(*t->fifo) : 0;
+	return (uint64_t)t->cap * sizeof(*t->slots) + (uint64_t)t->fcap * sizeof(*t->fifo);
 }
 
 uint64_t nic_pct_bytes(const struct nic *nic)
 {
-	return table_bytes(nic->sct) + table_bytes(nic->tct);
+	return table_bytes(&nic->sct) + table_bytes(&nic->tct);
+}
+
+static void table_clear(struct nic_pct_table *t)
+{
+	free(t->slots);
+	free(t->fifo);
+	*t = (struct nic_pct_table){ 0 };
 }
 
 void nic_pct_table_free(struct nic_pct_table *t)
 {
 	if (!t)
 		return;
-	free(t->slots);
-	free(t->fifo);
+	table_clear(t);
 	free(t);
 }
 
 void nic_pct_free(struct nic *nic)
 {
-	nic_pct_table_free(nic->sct);
-	nic_pct_table_free(nic->tct);
-	nic->sct = nic->tct = NULL;
+	table_clear(&nic->sct);
+	table_clear(&nic->tct);
 }
