@@ -61,11 +61,14 @@ def test_waits_on_the_cq_fd_end_at_the_completion(mode):
     daemon used to wake the thread before ringing the fd's doorbell; the woken thread saw no fd ready and
     slept on to its timeout: 100 or 200 ms of virtual time in most round trips at cpu_scale 1.  Now every
     one ends at its completion (5-17 us here at cpu_scale 1); at cpu_scale 0 two runs give the same
-    round trips to the nanosecond."""
+    round trips to the clock's resolution: each is the difference of two clock_gettime readings, each the
+    picosecond virtual time truncated to the nanosecond, and where the run's timeline starts within the
+    nanosecond depends on how long Open MPI's start-up waited for its launcher (the NetPIPE test below), so
+    the difference may be 1 ns apart (1912 vs 1911 once in a loaded make test)."""
     rows = work_rows(mode, 1)
     assert all(v < 1_000_000 for v, _, _ in rows), rows
     a, b = work_rows(mode, 0), work_rows(mode, 0)
-    assert [r[0] for r in a] == [r[0] for r in b], (a, b)
+    assert all(abs(x[0] - y[0]) <= 1 for x, y in zip(a, b)) and len(a) == len(b), (a, b)
     assert all(v < 3_000 for v, _, _ in a), a
 
 
