@@ -355,8 +355,11 @@ def test_span_clip_quantile_charges_a_sites_low_quantile(tmp_path):
         assert abs(v - cpu) < 0.05 * cpu, (v, cpu)
         spans, clipped, credit = (c.get(k, 0) for k in ("spans", "spans_clipped", "span_clip_credit_ns"))
         assert 200 <= spans and 100 <= clipped <= spans and 100 * 1000 <= credit <= clipped * clip, c
+    # The default median charges the long spans their CPU: 2 us above the short ones in a normal build
+    # (1.8-1.9 us measured), 1.2-1.75 us under the sanitizers (their short spans cost more; 1,350 ns failed
+    # a SANITIZE=1 make test at the 1,500 first written here).  The low quantile above leaves < 500.
     short, longer, _, c = tail_run(tmp_path, clip, "tailq", 100)
-    assert longer - short > 1500, (short, longer)
+    assert longer - short > 1000, (short, longer)
 
 
 def test_span_clip_after_park_clips_only_spans_that_follow_a_park(tmp_path):
