@@ -95,6 +95,8 @@ def _remove_created(created):
     for d in created:  # deepest first; only the ones this run made, and only if still empty
         try:
             os.rmdir(d)
+        except FileNotFoundError:
+            continue  # a parallel point that made it too removed it first: its parent may still be empty
         except OSError:
             break
 

@@ -448,3 +448,15 @@ def test_daemon_options_checked_before_serving(tmp_path, args, needles):
     for n in needles:
         assert n in p.stderr, p.stderr
     assert not sock.exists()  # it never listened
+
+
+def test_directories_made_are_removed_even_when_a_parallel_point_removed_one(tmp_path):
+    """Two sweep points race to make out/NAME: one may record only out/NAME as its own, remove it, and leave
+    out empty; the sweep's own cleanup then met out/NAME gone and stopped there, leaving out behind (seen
+    once in test_sigterm_stops_a_sweep).  A directory already gone is passed over, not the end."""
+    import cxisim.run as runmod
+    out = tmp_path / "out"
+    created = runmod._missing_dirs(str(out / "long"))
+    out.mkdir()
+    runmod._remove_created(created)
+    assert not out.exists()
