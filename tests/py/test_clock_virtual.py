@@ -368,7 +368,9 @@ def test_span_clip_after_park_clips_only_spans_that_follow_a_park(tmp_path):
     that did follow a park (its message exchanges) are counted, and only they are clipped."""
     clip = 20000
     short, longer, (v, cpu), c = tail_run(tmp_path, clip, span_clip_after_park=1)
-    assert longer - short > 1500, (short, longer)
+    # 2 us of burn apart; under the sanitizers the short spans cost more (1,381 ns apart once in a
+    # SANITIZE=1 make test); clipped, they would be < 500 ns apart.
+    assert longer - short > 1000, (short, longer)
     assert abs(v - cpu) < 0.25 * clip, (v, cpu)
     spans, after, clipped = (c.get(k, 0) for k in ("spans", "spans_after_park", "spans_clipped"))
     assert 200 <= spans and 1 <= after <= spans and clipped <= after, c
