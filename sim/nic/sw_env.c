@@ -160,7 +160,7 @@ static void env_store(struct sw_env *e, const struct env_var *v, uint64_t x)
 /* The corrections upstream's cxip_env_init makes to values it cannot use, here for every way values arrive
  * (a process's FI_CXI_* through the daemon, a scenario's cxi section): a request buffer smaller than one
  * eager message and its header left software receives waiting forever for room. */
-static void env_derive(struct sw_env *e)
+void sw_env_correct(struct sw_env *e)
 {
 	e->msg_offload = e->rx_match_mode != SW_MATCH_SOFTWARE;
 	if (e->rdzv_threshold > e->oflow_buf_size) {
@@ -185,10 +185,6 @@ static void env_derive(struct sw_env *e)
 		e->sw_rx_tx_init_max = SW_RX_TX_INIT_MIN;
 }
 
-void sw_env_correct(struct sw_env *e)
-{
-	env_derive(e);
-}
 
 static void env_key(const struct env_var *v, char *key, size_t n)
 {
@@ -214,7 +210,7 @@ static void env_defaults_init(void)
 		env_key(&env_vars[i], key, sizeof(key));
 		env_store(e, &env_vars[i], (uint64_t)param_find(cxi_params, ARRAY_SIZE(cxi_params), key)->def);
 	}
-	env_derive(e);
+	sw_env_correct(e);
 }
 
 void sw_env_defaults(struct sw_env *e)
@@ -255,7 +251,7 @@ fail:
 			*bad = env_vars[i].name;
 		return -FI_EINVAL;
 	}
-	env_derive(e);
+	sw_env_correct(e);
 	return 0;
 }
 
@@ -276,7 +272,7 @@ void sw_env_from_cfg(struct sw_env *e, const struct cfg *c)
 		}
 		env_store(e, v, x);
 	}
-	env_derive(e);
+	sw_env_correct(e);
 }
 
 /* ---------------------------------------------------------------- the "cxi" section */
