@@ -16,10 +16,25 @@ void pool_init(struct pool *p, size_t obj_size, size_t per_slab)
 	p->nslabs = p->slabs_cap = 0;
 	p->live = p->allocated = 0;
 	p->poison = false;
+	p->src = NULL;
+}
+
+void pool_init_from(struct pool *p, size_t obj_size, struct arena *src)
+{
+	pool_init(p, obj_size, 1);
+	p->src = src;
 }
 
 void pool_grow(struct pool *p)
 {
+	if (p->src) {
+		void *o = arena_alloc(p->src, p->obj_size);
+		*(void **)o = NULL;
+		POOL_POISON(p, o);
+		p->free_list = o;
+		p->allocated++;
+		return;
+	}
 	/* Slabs start on a cache line, so objects of 32 or 64 bytes never straddle two. */
 	size_t bytes = (p->obj_size * p->per_slab + 63) & ~(size_t)63;
 	char *slab = aligned_alloc(64, bytes);
@@ -50,12 +65,16 @@ void pool_free_all(struct pool *p)
 	}
 	free(p->slabs);
 	bool poison = p->poison;
+	struct arena *src = p->src; /* its records go with the arena */
 	pool_init(p, p->obj_size, p->per_slab);
 	p->poison = poison;
+	p->src = src;
 }
 
 size_t pool_bytes(const struct pool *p)
 {
+	if (p->src)
+		return p->allocated * p->obj_size; /* its share of the arena */
 	return p->nslabs * ((p->obj_size * p->per_slab + 63) & ~(size_t)63) + p->slabs_cap * sizeof(*p->slabs);
 }
 
@@ -89,7 +108,8 @@ static char *chunk_map(void)
 
 void *arena_alloc(struct arena *a, size_t bytes)
 {
-	bytes = (bytes + 63) & ~(size_t)63;
+	size_t align = a->align ? a->align : 64;
+	bytes = (bytes + align - 1) & ~(align - 1);
 	if (bytes > ARENA_CHUNK)
 		die("arena: a %zu-byte record is larger than a chunk", bytes);
 	if (!a->cur || (size_t)(a->end - a->cur) < bytes) {
@@ -114,7 +134,9 @@ void arena_free(struct arena *a)
 		munmap(a->chunks[i], ARENA_CHUNK);
 	arena_mapped -= a->nchunks * (uint64_t)ARENA_CHUNK;
 	free(a->chunks);
+	size_t align = a->align;
 	memset(a, 0, sizeof(*a));
+	a->align = align;
 }
 
 size_t arena_bytes(const struct arena *a)
