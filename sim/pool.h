@@ -86,5 +86,7 @@ void *arena_alloc(struct arena *a, size_t bytes);
 void arena_free(struct arena *a);
 /* Bytes the arena holds (its chunks). */
 size_t arena_bytes(const struct arena *a);
+/* Bytes of all arenas' chunks in the process (mapped outside the allocator). */
+uint64_t arena_mapped_bytes(void);
 
 #endif

@@ -6,7 +6,7 @@ CLOCK_OBJS := $(CLOCK_SRCS:%.c=$(BUILD)/obj/pic/%.o)
 CLOCK_LIB := $(BUILD)/provider/libcxisim-clock.so
 
 CLOCK_OWNER_LIB := $(BUILD)/tests/clock/libclock_owner.so
-CLOCK_PROGS := $(BUILD)/tests/clock/clock_check $(BUILD)/tests/clock/clock_work
+CLOCK_PROGS := $(BUILD)/tests/clock/clock_check $(BUILD)/tests/clock/clock_work $(BUILD)/tests/clock/clock_timers
 
 # libc declares some arguments nonnull; the wrappers still check them, since callers break that promise.
 # Never sanitized: `cxisim exec` preloads it into programs that do not load the ASan runtime first (a
@@ -30,6 +30,10 @@ $(BUILD)/tests/clock/clock_check: tests/progs/clock/clock_check.c tests/progs/cl
 $(BUILD)/tests/clock/clock_work: tests/progs/clock/clock_work.c tests/progs/provider/common.h $(PROV_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Iprovider -o $@ $< $(LDFLAGS) -lfabric -lpthread
+
+$(BUILD)/tests/clock/clock_timers: tests/progs/clock/clock_timers.c tests/progs/clock/clock_owner.h tests/progs/provider/common.h $(CLOCK_OWNER_LIB) $(PROV_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Iprovider -o $@ $< $(LDFLAGS) -L$(@D) -lclock_owner -Wl,-rpath,'$$ORIGIN' -lfabric -lpthread
 
 # make bench: fi_pingpong's wall time per simulated round trip in virtual time next to realtime's (idle and
 # with CPU hogs), and an 8-rank Open MPI Allreduce loop's slowdown (wall / simulated time).
