@@ -184,10 +184,12 @@ def test_cpu_burn_is_free_with_cpu_scale_0():
 
 def test_sleep_is_virtual_time_exactly():
     """cpu_scale 0: a 10 ms nanosleep is exactly 10 ms of virtual time, and takes far less wall time (nothing
-    else is pending)."""
+    else is pending): a real sleep takes 10 ms or more every time.  The wall time is the daemon's and the
+    thread's turnaround: a median of 0.04-0.05 ms here, 3.0 ms in a run at nice 15 under 2 CPU hogs and three
+    other sessions' work (a 2 ms bound failed there), so the bound is half the real sleep."""
     rows = work_rows("sleep", 0)
     assert all(r[0] == 10_000_000 for r in rows), rows
-    assert statistics.median(r[2] for r in rows) < 2_000_000, rows
+    assert statistics.median(r[2] for r in rows) < 5_000_000, rows
 
 
 def test_sleep_with_cpu_time_charged():
