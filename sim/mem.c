@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool.h"
 #include "util.h"
 
 struct mem_line {
@@ -67,7 +68,7 @@ uint64_t mem_heap_in_use(void)
 	return MEM_HEAP_UNKNOWN;
 #else
 	struct mallinfo2 mi = mallinfo2();
-	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd + arena_mapped_bytes(); /* arenas map their own */
 #endif
 }
 

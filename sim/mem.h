@@ -30,7 +30,7 @@ void mem_report_free(struct mem_report *r);
  * {unit: {count, bytes, bytes_each}} and "pools" {pool: {size, count, live, bytes}}, in name order. */
 void mem_report_json(const struct mem_report *r, FILE *f);
 
-/* Heap bytes in use now (the allocator's count, mmapped blocks included). */
+/* Heap bytes in use now (the allocator's count, mmapped blocks included, and the arenas' chunks). */
 /* The allocator's bytes in use, or MEM_HEAP_UNKNOWN when it cannot tell (ASan builds: null in run.json). */
 #define MEM_HEAP_UNKNOWN UINT64_MAX
 uint64_t mem_heap_in_use(void);

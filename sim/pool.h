@@ -39,9 +39,16 @@ struct pool {
 	 * first pool_get; not for pools whose returned records are still read by design (the engine's timers
 	 * compare a handle's sequence number against a recycled record). */
 	bool poison;
+	/* Records carved one at a time from this arena instead of slabs of their own (pool_init_from). */
+	struct arena *src;
 };
 
 void pool_init(struct pool *p, size_t obj_size, size_t per_slab);
+/* A pool whose records come from `src`, one per pool_get that finds the free list empty: pools of different
+ * records sharing one arena lay out what is allocated together (an endpoint's EQs, queues, PtlTEs) side by
+ * side, in the order of allocation.  Returned records are reused as from any pool; the arena frees them. */
+struct arena;
+void pool_init_from(struct pool *p, size_t obj_size, struct arena *src);
 void pool_free_all(struct pool *p);
 
 static inline void *pool_get(struct pool *p);
@@ -74,17 +81,21 @@ static inline void pool_put(struct pool *p, void *obj)
  * 2 MiB chunks aligned to 2 MiB.  At a million endpoints the run's state is gigabytes touched at random
  * and most accesses miss the TLB; records that nearly every event touches, allocated one by one, would be
  * spread over that whole range, one huge page each.  Packed, they sit in a few dozen huge pages that stay
- * in the TLB.  Allocations (at most a chunk) are zeroed, 64-byte aligned, and freed all at once (arena_free). */
+ * in the TLB.  Allocations (at most a chunk) are zeroed, 64-byte aligned (or `align`, a power of two set
+ * before the first), and freed all at once (arena_free). */
 struct arena {
 	char *cur, *end;
 	void **chunks;
 	size_t nchunks, cap;
 	size_t used; /* bytes handed out */
+	size_t align; /* 0: 64 */
 };
 
 void *arena_alloc(struct arena *a, size_t bytes);
 void arena_free(struct arena *a);
 /* Bytes the arena holds (its chunks). */
 size_t arena_bytes(const struct arena *a);
+/* Bytes of all arenas' chunks in the process (mapped outside the allocator). */
+uint64_t arena_mapped_bytes(void);
 
 #endif

@@ -8,7 +8,8 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 /* n zeroed records of `size` bytes starting on a cache line (64 bytes); free() frees it.  For arrays of
- * per-entity records sized to a line, so that each record is one line, not two halves. */
+ * per-entity records sized to a line, so that each record is one line, not two halves.  Large arrays are
+ * zeroed without being written (their untouched pages stay unmapped, as calloc's). */
 void *xcalloc_lines(size_t n, size_t size);
 char *xstrdup(const char *s);
 /* Internal invariant broken: print and abort (never used for user errors; those go through cfg_fail). */

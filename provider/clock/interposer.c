@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/times.h>
 #include <unistd.h>
 
 static const struct cxisim_clock_ops *_Atomic g_ops;
@@ -89,6 +90,7 @@ static void forget_ops_in_child(void)
 {
 	/* A forked child is not attached: it reads real clocks until its own provider registers. */
 	atomic_store(&g_ops, NULL);
+	clk_timers_forget_in_child();
 }
 
 CLK_EXPORT void cxisim_clock_register(const struct cxisim_clock_ops *ops)
@@ -202,12 +204,15 @@ int clk_now_ps(const struct cxisim_clock_ops *o, uint64_t *ps)
 	return offsets_from(r, ps);
 }
 
+/* A clock read is where a timer that came due fires at the latest (timers.c). */
 int clk_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t *ns)
 {
 	uint64_t ps;
 	if (clk_now_ps(o, &ps) != 0)
 		return -1;
 	*ns = g_offset[family] + ps / 1000u;
+	if (ps >= clk_timers_next())
+		clk_timers_tick(ps, 1, NULL);
 	return 0;
 }
 
@@ -223,6 +228,10 @@ int clk_trap_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t s
 	if (offsets_from(r, &ps) != 0)
 		return -1;
 	*ns = g_offset[family] + ps / 1000u;
+	/* In the trap's handler only timerfds (their count): a timer's signal waits for the next clock read,
+	 * sleep or wait, so that no application handler runs nested inside the counter's emulation. */
+	if (ps >= clk_timers_next_fd())
+		clk_timers_tick(ps, 0, NULL);
 	return 0;
 }
 
@@ -346,6 +355,42 @@ CLK_EXPORT int timespec_get(struct timespec *ts, int base)
 		return base;
 	}
 	return get_real_timespec_get()(ts, base);
+}
+
+/* clock() and times(): the process's CPU time, which glibc reads inside libc (past the clock_gettime
+ * symbol), scaled as the CPU clocks above; times()'s return value counts clock ticks of virtual MONOTONIC
+ * time (the kernel's counts them since boot: only differences mean anything). */
+CLK_REAL(clock_t, clock, void)
+CLK_REAL(clock_t, times, struct tms *)
+
+CLK_EXPORT clock_t clock(void)
+{
+	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
+	struct timespec ts;
+	if (o && g_cpu_scale >= 0 && clk_real_clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
+		return (clock_t)((double)clk_ts_to_ns(&ts) * g_cpu_scale / (1000000000.0 / CLOCKS_PER_SEC));
+	return get_real_clock()();
+}
+
+CLK_EXPORT clock_t times(struct tms *b)
+{
+	const struct cxisim_clock_ops *o = clk_active(__builtin_return_address(0));
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t ns;
+	if (!o || g_cpu_scale < 0 || hz <= 0)
+		return get_real_times()(b);
+	if (b) {
+		clock_t r = get_real_times()(b);
+		if (r == (clock_t)-1)
+			return r;
+		b->tms_utime = (clock_t)((double)b->tms_utime * g_cpu_scale);
+		b->tms_stime = (clock_t)((double)b->tms_stime * g_cpu_scale);
+		b->tms_cutime = (clock_t)((double)b->tms_cutime * g_cpu_scale);
+		b->tms_cstime = (clock_t)((double)b->tms_cstime * g_cpu_scale);
+	}
+	if (clk_virtual_ns(o, CLK_F_MONOTONIC, &ns) != 0)
+		return get_real_times()(b);
+	return (clock_t)(ns / (1000000000u / (uint64_t)hz));
 }
 
 /* Sleeps reached through syscall(2) (waits.c). */

@@ -9,6 +9,7 @@
 #define CXISIM_CLOCK_INTERPOSER_H
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -75,6 +76,26 @@ int clk_tsc_state(void);
 void clk_tsc_exec_begin(void);
 void clk_tsc_exec_end(void);
 
+/* Interval timers in virtual time (timers.c): timerfd, POSIX timers, alarm/ITIMER_REAL.  Timers are the
+ * process's; each expires when the virtual clock of a thread that reads a clock, sleeps or waits passes its
+ * expiry (a virtual sleep or wait ends at the earliest armed expiry to let it fire). */
+#define CLK_TICK_SIGNALLED 1 /* a timer's signal ran a handler in the calling thread */
+#define CLK_TICK_NORESTART 2 /* one of those handlers has no SA_RESTART */
+/* The earliest armed expiry in virtual ps (UINT64_MAX: none); of timerfds only. */
+uint64_t clk_timers_next(void);
+uint64_t clk_timers_next_fd(void);
+/* Fires the timers due at now_ps (only timerfds unless may_signal): a timerfd's count grows, a signal is
+ * sent -- to the calling thread when `mask` (NULL: its signal mask) lets it through, else to the process.
+ * Returns CLK_TICK_* flags.  Never call it inside the emulation (clk_enter_now .. clk_leave) or with a lock
+ * the application's handler could need. */
+int clk_timers_tick(uint64_t now_ps, int may_signal, const sigset_t *mask);
+/* In a forked child: the parent's timers are not the child's (timers.c). */
+void clk_timers_forget_in_child(void);
+/* One idle step of a virtual wait (waits.c): idle until deadline_ps, the next timer's expiry, or anything
+ * that changes for the process (ops->wait; it also returns after park_timeout_us of wall time), then fire
+ * the timers due.  Returns the tick's CLK_TICK_* flags, or -1 when the thread is not in virtual time. */
+int clk_wait_step(const struct cxisim_clock_ops *o, uint64_t deadline_ps, const sigset_t *mask, uint64_t *now_ps);
+
 /* ps <-> ns / timespec helpers (saturating). */
 static inline uint64_t clk_ts_to_ns(const struct timespec *ts)
 {
@@ -94,6 +115,24 @@ static inline void clk_ns_to_ts(uint64_t ns, struct timespec *ts)
 {
 	ts->tv_sec = (time_t)(ns / 1000000000u);
 	ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+static inline uint64_t clk_sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - 1 - b ? UINT64_MAX - 1 : a + b;
+}
+
+static inline int clk_valid_ts(const struct timespec *ts)
+{
+	return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
+}
+
+/* A deadline given on a clock of family f as an absolute time: the virtual deadline in ps (offsets known
+ * after clk_now_ps succeeded). */
+static inline uint64_t clk_abs_deadline_ps(int family, const struct timespec *abs)
+{
+	uint64_t a = clk_ts_to_ns(abs), off = clk_offset_ns(family);
+	return a > off ? clk_ns_to_ps(a - off) : 0;
 }
 
 #endif

@@ -16,6 +16,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <mqueue.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -44,53 +45,58 @@ CLK_REAL(int, pthread_cond_clockwait, pthread_cond_t *, pthread_mutex_t *, clock
 CLK_REAL(int, sem_timedwait, sem_t *, const struct timespec *)
 CLK_REAL(int, sem_clockwait, sem_t *, clockid_t, const struct timespec *)
 
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - 1 - b ? UINT64_MAX - 1 : a + b;
-}
-
-static int valid_ts(const struct timespec *ts)
-{
-	return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
-}
-
 /* ---- sleeps ---- */
 
-/* Idle for rel_ns of virtual time: 0, or -1 when not in virtual mode (the caller sleeps for real). */
-static int vsleep_rel(const struct cxisim_clock_ops *o, uint64_t rel_ns)
+static uint64_t ps_to_ns_up(uint64_t ps)
+{
+	return ps / 1000u + (ps % 1000u != 0);
+}
+
+/* The thread is idle until its virtual clock reaches the deadline -- rel_ns from now, or `abs` on a clock
+ * of family abs_family (>= 0) -- and the timers due on the way fire (an interval timer's signal wakes it
+ * at its expiry, as a real one would interrupt the sleep).  0: slept; EINTR: a timer's signal ran a
+ * handler in this thread before the deadline (*rem_ns: what was left, rounded up to the ns); -1: not in
+ * virtual time (the caller sleeps for real). */
+static int vsleep(const struct cxisim_clock_ops *o, uint64_t rel_ns, int abs_family, const struct timespec *abs,
+		  uint64_t *rem_ns)
 {
 	uint64_t now;
 	if (clk_enter_now(o, &now) != 0)
 		return -1;
-	int r = clk_sleep_until(o, sat_add(now, clk_ns_to_ps(rel_ns)), &now);
-	clk_leave(o);
-	return r;
-}
-
-/* A deadline given on clock c as an absolute time: the virtual deadline in ps (offsets known after
- * clk_now_ps succeeded). */
-static uint64_t abs_deadline_ps(int family, const struct timespec *abs)
-{
-	uint64_t a = clk_ts_to_ns(abs), off = clk_offset_ns(family);
-	return a > off ? clk_ns_to_ps(a - off) : 0;
+	uint64_t deadline = abs_family >= 0 ? clk_abs_deadline_ps(abs_family, abs) : clk_sat_add(now, clk_ns_to_ps(rel_ns));
+	for (;;) {
+		uint64_t next = clk_timers_next();
+		if (now < deadline && now < next && clk_sleep_until(o, deadline < next ? deadline : next, &now) != 0) {
+			clk_leave(o);
+			return -1;
+		}
+		clk_leave(o);
+		int t = clk_timers_tick(now, 1, NULL);
+		if (now >= deadline)
+			return 0;
+		if (t & CLK_TICK_SIGNALLED) {
+			if (rem_ns)
+				*rem_ns = ps_to_ns_up(deadline - now);
+			return EINTR;
+		}
+		if (clk_enter_now(o, &now) != 0)
+			return -1;
+	}
 }
 
 /* clock_nanosleep's semantics in virtual time: an error number, or -1 to fall back to the real call. */
-static int vclock_nanosleep(const struct cxisim_clock_ops *o, clockid_t c, int flags, const struct timespec *req)
+static int vclock_nanosleep(const struct cxisim_clock_ops *o, clockid_t c, int flags, const struct timespec *req,
+			    struct timespec *rem)
 {
 	int f = clk_family_of(c);
 	if (f < 0)
 		return -1;
-	if (!valid_ts(req))
+	if (!clk_valid_ts(req))
 		return EINVAL;
-	if (!(flags & TIMER_ABSTIME))
-		return vsleep_rel(o, clk_ts_to_ns(req)) == 0 ? 0 : -1;
-	uint64_t now;
-	if (clk_enter_now(o, &now) != 0)
-		return -1;
-	uint64_t deadline = abs_deadline_ps(f, req);
-	int r = deadline <= now ? 0 : clk_sleep_until(o, deadline, &now) == 0 ? 0 : -1;
-	clk_leave(o);
+	uint64_t left;
+	int abs = flags & TIMER_ABSTIME, r = vsleep(o, abs ? 0 : clk_ts_to_ns(req), abs ? f : -1, req, &left);
+	if (r == EINTR && rem && !abs)
+		clk_ns_to_ts(left, rem);
 	return r;
 }
 
@@ -98,12 +104,20 @@ CLK_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
 	if (o && req) {
-		if (!valid_ts(req)) {
+		if (!clk_valid_ts(req)) {
 			errno = EINVAL;
 			return -1;
 		}
-		if (vsleep_rel(o, clk_ts_to_ns(req)) == 0)
+		uint64_t left;
+		int r = vsleep(o, clk_ts_to_ns(req), -1, NULL, &left);
+		if (r == 0)
 			return 0;
+		if (r == EINTR) {
+			if (rem)
+				clk_ns_to_ts(left, rem);
+			errno = EINTR;
+			return -1;
+		}
 	}
 	return get_real_nanosleep()(req, rem);
 }
@@ -112,7 +126,7 @@ CLK_EXPORT int clock_nanosleep(clockid_t c, int flags, const struct timespec *re
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
 	if (o && req) {
-		int r = vclock_nanosleep(o, c, flags, req);
+		int r = vclock_nanosleep(o, c, flags, req, rem);
 		if (r >= 0)
 			return r;
 	}
@@ -122,16 +136,30 @@ CLK_EXPORT int clock_nanosleep(clockid_t c, int flags, const struct timespec *re
 CLK_EXPORT int usleep(useconds_t us)
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
-	if (o && us > 0 && vsleep_rel(o, (uint64_t)us * 1000u) == 0)
-		return 0;
+	if (o && us > 0) {
+		int r = vsleep(o, (uint64_t)us * 1000u, -1, NULL, NULL);
+		if (r == 0)
+			return 0;
+		if (r == EINTR) {
+			errno = EINTR;
+			return -1;
+		}
+	}
 	return get_real_usleep()(us);
 }
 
+/* Interrupted, sleep returns the whole seconds left (glibc: the remaining timespec's tv_sec). */
 CLK_EXPORT unsigned int sleep(unsigned int s)
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
-	if (o && s > 0 && vsleep_rel(o, (uint64_t)s * 1000000000u) == 0)
-		return 0;
+	if (o && s > 0) {
+		uint64_t left;
+		int r = vsleep(o, (uint64_t)s * 1000000000u, -1, NULL, &left);
+		if (r == 0)
+			return 0;
+		if (r == EINTR)
+			return (unsigned int)(left / 1000000000u);
+	}
 	return get_real_sleep()(s);
 }
 
@@ -139,24 +167,23 @@ CLK_EXPORT unsigned int sleep(unsigned int s)
 long clk_syscall_sleep(const struct cxisim_clock_ops *o, long nr, long a, long b, long c, long d, int *handled);
 long clk_syscall_sleep(const struct cxisim_clock_ops *o, long nr, long a, long b, long c, long d, int *handled)
 {
-	(void)d;
 	int r;
 	if (nr == SYS_nanosleep) {
 		const struct timespec *req = (const struct timespec *)a;
-		(void)b;
 		if (!req)
 			return 0;
-		if (!valid_ts(req))
+		uint64_t left;
+		if (!clk_valid_ts(req))
 			r = EINVAL;
-		else if (vsleep_rel(o, clk_ts_to_ns(req)) != 0)
+		else if ((r = vsleep(o, clk_ts_to_ns(req), -1, NULL, &left)) < 0)
 			return 0;
-		else
-			r = 0;
+		else if (r == EINTR && b)
+			clk_ns_to_ts(left, (struct timespec *)b);
 	} else {
 		const struct timespec *req = (const struct timespec *)c;
 		if (!req)
 			return 0;
-		r = vclock_nanosleep(o, (clockid_t)a, (int)b, req);
+		r = vclock_nanosleep(o, (clockid_t)a, (int)b, req, (struct timespec *)d);
 		if (r < 0)
 			return 0;
 	}
@@ -188,17 +215,49 @@ static int wait_ready_at(const struct cxisim_clock_ops *o, uint64_t deadline_ps,
 			*real_fallback = 1;
 			break;
 		}
+		uint64_t next = clk_timers_next();
+		if (now >= next) {
+			/* Timers due: they fire outside the emulation (a handler is the application's work); a
+			 * timerfd among the fds is then readable, and a handler run here ends the wait (EINTR). */
+			clk_leave(o);
+			if (clk_timers_tick(now, 1, NULL) & CLK_TICK_SIGNALLED) {
+				errno = EINTR;
+				r = -1;
+				goto out;
+			}
+			if (clk_enter_now(o, &now) != 0) {
+				*real_fallback = 1;
+				goto out;
+			}
+			continue;
+		}
 		if (now >= deadline_ps)
 			break;
-		if (clk_wait(o, deadline_ps, &now) != 0) {
+		if (clk_wait(o, deadline_ps < next ? deadline_ps : next, &now) != 0) {
 			*real_fallback = 1;
 			break;
 		}
 	}
 	clk_leave(o);
+out:
 	if (now_ps)
 		*now_ps = now;
 	return r;
+}
+
+/* One idle step (interposer.h). */
+int clk_wait_step(const struct cxisim_clock_ops *o, uint64_t deadline_ps, const sigset_t *mask, uint64_t *now_ps)
+{
+	uint64_t now, next = clk_timers_next(), until = deadline_ps < next ? deadline_ps : next;
+	if (clk_enter_now(o, &now) != 0)
+		return -1;
+	if (now < until && clk_wait(o, until, &now) != 0) {
+		clk_leave(o);
+		return -1;
+	}
+	clk_leave(o);
+	*now_ps = now;
+	return clk_timers_tick(now, 1, mask);
 }
 
 static int wait_ready(const struct cxisim_clock_ops *o, uint64_t deadline_ps, int (*check)(void *), void *arg,
@@ -215,7 +274,7 @@ static int rel_deadline_now(const struct cxisim_clock_ops *o, int64_t rel_ns, ui
 	if (clk_enter_now(o, &now) != 0)
 		return -1;
 	*now_ps = now;
-	*deadline = rel_ns < 0 ? UINT64_MAX : sat_add(now, clk_ns_to_ps((uint64_t)rel_ns));
+	*deadline = rel_ns < 0 ? UINT64_MAX : clk_sat_add(now, clk_ns_to_ps((uint64_t)rel_ns));
 	return 0;
 }
 
@@ -263,7 +322,7 @@ CLK_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, c
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
 	uint64_t deadline;
-	if (!o || (tmo && (!valid_ts(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))) ||
+	if (!o || (tmo && (!clk_valid_ts(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))) ||
 	    rel_deadline(o, tmo ? (int64_t)clk_ts_to_ns(tmo) : -1, &deadline) != 0)
 		return get_real_ppoll()(fds, n, tmo, mask);
 	struct poll_args a = {fds, n, mask, 1};
@@ -373,7 +432,7 @@ CLK_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval 
 CLK_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask)
 {
 	const struct cxisim_clock_ops *o = clk_active(RA);
-	if (!o || (ts && (!valid_ts(ts) || (ts->tv_sec == 0 && ts->tv_nsec == 0))))
+	if (!o || (ts && (!clk_valid_ts(ts) || (ts->tv_sec == 0 && ts->tv_nsec == 0))))
 		return get_real_pselect()(nfds, r, w, e, ts, mask);
 	struct select_args a = {.nfds = nfds, .set = {r, w, e}, .mask = mask, .use_pselect = 1};
 	uint64_t left;
@@ -399,21 +458,23 @@ static int cond_virtual(const struct cxisim_clock_ops *o, pthread_mutex_t *m, cl
 	uint64_t now;
 	if (f < 0 || clk_enter_now(o, &now) != 0)
 		return -1;
-	if (!valid_ts(abs)) {
+	if (!clk_valid_ts(abs)) {
 		clk_leave(o);
 		return EINVAL;
 	}
-	uint64_t deadline = abs_deadline_ps(f, abs);
+	uint64_t deadline = clk_abs_deadline_ps(f, abs);
 	if (now >= deadline) {
 		clk_leave(o);
 		return ETIMEDOUT;
 	}
+	uint64_t next = clk_timers_next();
 	pthread_mutex_unlock(m);
-	int r = clk_wait(o, deadline, &now);
+	int r = clk_wait(o, deadline < next ? deadline : next, &now);
 	pthread_mutex_lock(m);
 	clk_leave(o);
 	if (r != 0)
 		return 0; /* left virtual mode: a spurious wakeup, the caller waits again for real */
+	clk_timers_tick(now, 1, NULL); /* a timer due ends the wait early: a spurious wakeup */
 	return now >= deadline ? ETIMEDOUT : 0;
 }
 
@@ -453,26 +514,47 @@ static int sem_check(void *p)
 	return errno == EAGAIN ? 0 : -1;
 }
 
-static int sem_virtual(const struct cxisim_clock_ops *o, sem_t *sem, clockid_t c, const struct timespec *abs)
+/* A wait until check() (> 0 done, < 0 an error with errno, 0 not yet) or an absolute deadline on clock c:
+ * 0 done, an error number (EINVAL, ETIMEDOUT, check's errno, EINTR when a timer's handler ran and `intr`;
+ * without it the wait goes on), or -1: not virtual (the caller makes the real call).  try_first: one check
+ * before the deadline is validated (a lock free at once is taken whatever the deadline, as glibc does). */
+static int timed_check(const struct cxisim_clock_ops *o, clockid_t c, const struct timespec *abs,
+		       int (*check)(void *), void *arg, int intr, int try_first)
 {
 	int f = clk_family_of(c);
 	uint64_t now;
-	if (f < 0 || clk_enter_now(o, &now) != 0)
+	if (f < 0)
+		return -1;
+	if (!clk_valid_ts(abs)) {
+		int r = try_first ? check(arg) : 0;
+		return r > 0 ? 0 : r < 0 ? errno : EINVAL;
+	}
+	for (;;) {
+		if (clk_enter_now(o, &now) != 0)
+			return -1;
+		int fb, r = wait_ready(o, clk_abs_deadline_ps(f, abs), check, arg, &fb);
+		if (fb)
+			return -1;
+		if (r > 0)
+			return 0;
+		if (r == 0)
+			return ETIMEDOUT;
+		if (errno != EINTR || intr)
+			return errno;
+	}
+}
+
+static int sem_virtual(const struct cxisim_clock_ops *o, sem_t *sem, clockid_t c, const struct timespec *abs)
+{
+	struct sem_args a = {sem};
+	int r = timed_check(o, c, abs, sem_check, &a, 1, 0);
+	if (r < 0)
 		return -2;
-	if (!valid_ts(abs)) {
-		clk_leave(o);
-		errno = EINVAL;
+	if (r) {
+		errno = r;
 		return -1;
 	}
-	struct sem_args a = {sem};
-	int fb, r = wait_ready(o, abs_deadline_ps(f, abs), sem_check, &a, &fb);
-	if (fb)
-		return -2;
-	if (r > 0)
-		return 0;
-	if (r == 0)
-		errno = ETIMEDOUT;
-	return -1;
+	return 0;
 }
 
 CLK_EXPORT int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict abs)
@@ -495,4 +577,169 @@ CLK_EXPORT int sem_clockwait(sem_t *restrict sem, clockid_t c, const struct time
 			return r;
 	}
 	return get_real_sem_clockwait()(sem, c, abs);
+}
+
+/* ---- mutexes, read-write locks, message queues ---- */
+
+CLK_REAL(int, pthread_mutex_timedlock, pthread_mutex_t *, const struct timespec *)
+CLK_REAL(int, pthread_mutex_clocklock, pthread_mutex_t *, clockid_t, const struct timespec *)
+CLK_REAL(int, pthread_rwlock_timedrdlock, pthread_rwlock_t *, const struct timespec *)
+CLK_REAL(int, pthread_rwlock_timedwrlock, pthread_rwlock_t *, const struct timespec *)
+CLK_REAL(int, pthread_rwlock_clockrdlock, pthread_rwlock_t *, clockid_t, const struct timespec *)
+CLK_REAL(int, pthread_rwlock_clockwrlock, pthread_rwlock_t *, clockid_t, const struct timespec *)
+CLK_REAL(ssize_t, mq_timedreceive, mqd_t, char *, size_t, unsigned int *, const struct timespec *)
+CLK_REAL(int, mq_timedsend, mqd_t, const char *, size_t, unsigned int, const struct timespec *)
+
+/* A lock attempt: kind 0 mutex, 1 read lock, 2 write lock; rc: the try's result when it took the lock
+ * (0, or EOWNERDEAD for a robust mutex whose owner died). */
+struct lock_args {
+	void *lock;
+	int kind, rc;
+};
+
+static int lock_check(void *p)
+{
+	struct lock_args *a = p;
+	int r = a->kind == 0 ? pthread_mutex_trylock(a->lock)
+		: a->kind == 1 ? pthread_rwlock_tryrdlock(a->lock)
+			       : pthread_rwlock_trywrlock(a->lock);
+	if (r == EBUSY)
+		return 0;
+	if (r == 0 || r == EOWNERDEAD) {
+		a->rc = r;
+		return 1;
+	}
+	errno = r;
+	return -1;
+}
+
+/* A timed lock in virtual time (a lock is never interrupted by a signal): an error number, or -1 for the
+ * real call.  Another thread's unlock is seen at the next return of ops->wait (park_timeout_us at most). */
+static int lock_virtual(const struct cxisim_clock_ops *o, void *lock, int kind, clockid_t c,
+			const struct timespec *abs)
+{
+	struct lock_args a = {lock, kind, 0};
+	int r = timed_check(o, c, abs, lock_check, &a, 0, 1);
+	return r == 0 ? a.rc : r;
+}
+
+CLK_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *restrict m, const struct timespec *restrict abs)
+{
+	const struct cxisim_clock_ops *o = clk_active(RA);
+	if (o && abs) {
+		int r = lock_virtual(o, m, 0, CLOCK_REALTIME, abs);
+		if (r >= 0)
+			return r;
+	}
+	return get_real_pthread_mutex_timedlock()(m, abs);
+}
+
+CLK_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *restrict m, clockid_t c, const struct timespec *restrict abs)
+{
+	const struct cxisim_clock_ops *o = clk_active(RA);
+	if (o && abs) {
+		int r = lock_virtual(o, m, 0, c, abs);
+		if (r >= 0)
+			return r;
+	}
+	return get_real_pthread_mutex_clocklock()(m, c, abs);
+}
+
+CLK_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *restrict l, const struct timespec *restrict abs)
+{
+	const struct cxisim_clock_ops *o = clk_active(RA);
+	if (o && abs) {
+		int r = lock_virtual(o, l, 1, CLOCK_REALTIME, abs);
+		if (r >= 0)
+			return r;
+	}
+	return get_real_pthread_rwlock_timedrdlock()(l, abs);
+}
+
+CLK_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *restrict l, const struct timespec *restrict abs)
+{
+	const struct cxisim_clock_ops *o = clk_active(RA);
+	if (o && abs) {
+		int r = lock_virtual(o, l, 2, CLOCK_REALTIME, abs);
+		if (r >= 0)
+			return r;
+	}
+	return get_real_pthread_rwlock_timedwrlock()(l, abs);
+}
+
+CLK_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *restrict l, clockid_t c, const struct timespec *restrict abs)
+{
+	const struct cxisim_clock_ops *o = clk_active(RA);
+	if (o && abs) {
+		int r = lock_virtual(o, l, 1, c, abs);
+		if (r >= 0)
+			return r;
+	}
+	return get_real_pthread_rwlock_clockrdlock()(l, c, abs);
+}
+
+CLK_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *restrict l, clockid_t c, const struct timespec *restrict abs)
+{
+	const struct cxisim_clock_ops *o = clk_active(RA);
+	if (o && abs) {
+		int r = lock_virtual(o, l, 2, c, abs);
+		if (r >= 0)
+			return r;
+	}
+	return get_real_pthread_rwlock_clockwrlock()(l, c, abs);
+}
+
+/* A message queue operation tried with a deadline already past: the kernel does it if it can, else says
+ * ETIMEDOUT at once (EAGAIN for a queue opened O_NONBLOCK, which the real call would say as well). */
+struct mq_args {
+	mqd_t q;
+	char *rbuf;
+	const char *sbuf;
+	size_t len;
+	unsigned int *rprio, sprio;
+	ssize_t n;
+};
+
+static int mq_check(void *p)
+{
+	struct mq_args *a = p;
+	struct timespec past = {0, 0};
+	a->n = a->rbuf ? get_real_mq_timedreceive()(a->q, a->rbuf, a->len, a->rprio, &past)
+		       : get_real_mq_timedsend()(a->q, a->sbuf, a->len, a->sprio, &past);
+	if (a->n >= 0)
+		return 1;
+	return errno == ETIMEDOUT ? 0 : -1;
+}
+
+CLK_EXPORT ssize_t mq_timedreceive(mqd_t q, char *restrict buf, size_t len, unsigned int *restrict prio,
+				   const struct timespec *restrict abs)
+{
+	const struct cxisim_clock_ops *o = clk_active(RA);
+	if (o && abs) {
+		struct mq_args a = {.q = q, .rbuf = buf, .len = len, .rprio = prio};
+		int r = timed_check(o, CLOCK_REALTIME, abs, mq_check, &a, 1, 0);
+		if (r == 0)
+			return a.n;
+		if (r > 0) {
+			errno = r;
+			return -1;
+		}
+	}
+	return get_real_mq_timedreceive()(q, buf, len, prio, abs);
+}
+
+CLK_EXPORT int mq_timedsend(mqd_t q, const char *buf, size_t len, unsigned int prio, const struct timespec *abs)
+{
+	const struct cxisim_clock_ops *o = clk_active(RA);
+	if (o && abs) {
+		struct mq_args a = {.q = q, .sbuf = buf, .len = len, .sprio = prio};
+		int r = timed_check(o, CLOCK_REALTIME, abs, mq_check, &a, 1, 0);
+		if (r == 0)
+			return 0;
+		if (r > 0) {
+			errno = r;
+			return -1;
+		}
+	}
+	return get_real_mq_timedsend()(q, buf, len, prio, abs);
 }

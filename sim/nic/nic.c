@@ -552,6 +552,7 @@ static void world_free(void *p)
 	pool_free_all(&w->rec.ct);
 	pool_free_all(&w->rec.lni);
 	pool_free_all(&w->rec.cmdq);
+	arena_free(&w->rec.block);
 	free(w->svcs);
 	free(w->svc_ids);
 	free(w->pool_cfg);
@@ -703,11 +704,12 @@ static void nic_build(struct sim *sim, const struct cfg *c)
 		  1024);
 	pool_init(&w->rec.op, sizeof(struct nic_op), 1024);
 	pool_init(&w->rec.evrec, sizeof(struct nic_event) + 32, 1024);
-	pool_init(&w->rec.eq, sizeof(struct nic_eq), 1024);
-	pool_init(&w->rec.pte, sizeof(struct nic_pte), 1024);
-	pool_init(&w->rec.ct, sizeof(struct nic_ct), 256);
-	pool_init(&w->rec.lni, sizeof(struct nic_lni), 1024);
-	pool_init(&w->rec.cmdq, nic_cmdq_record_size, 1024);
+	w->rec.block.align = 8;
+	pool_init_from(&w->rec.eq, sizeof(struct nic_eq), &w->rec.block);
+	pool_init_from(&w->rec.pte, sizeof(struct nic_pte), &w->rec.block);
+	pool_init_from(&w->rec.ct, sizeof(struct nic_ct), &w->rec.block);
+	pool_init_from(&w->rec.lni, sizeof(struct nic_lni), &w->rec.block);
+	pool_init_from(&w->rec.cmdq, nic_cmdq_record_size, &w->rec.block);
 	nic_lpe_prefetch_hooks(sim);
 	nic_eq_prefetch_hooks(sim);
 	nic_initiator_prefetch_hooks(sim);

@@ -247,8 +247,12 @@ struct nic_records {
 	struct pool pkt_ule;
 	struct pool op, evrec;
 	/* Per-endpoint records (EQs, PtlTEs, CTs, LNIs, command queues): a million endpoints' records one
-	 * malloc each paid the allocator's chunk header and rounding, ~0.1 GB across the whole machine. */
+	 * malloc each paid the allocator's chunk header and rounding, ~0.1 GB across the whole machine.  Their
+	 * pools carve them from one arena (`block`), packed, in the order they are allocated: an endpoint
+	 * opens its LNI, EQs, queues and PtlTEs together, so what one RPC touches of them lies in adjacent
+	 * lines of one block, not in five pools' slabs (docs/workloads.md Round 10). */
 	struct pool eq, pte, ct, lni, cmdq;
+	struct arena block;
 };
 
 /* Counters (Cassini names where one exists), registered when the NIC is first used: one block of values

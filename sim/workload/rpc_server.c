@@ -113,8 +113,8 @@ enum { REQ_RMA = 1, REQ_RESP, REQ_RMA_WAIT, REQ_RESP_WAIT };
 /* One completion as the thread will read it.  A saturated server's backlog holds thousands of these per
  * thread (1.1 M clients at 1 ms: 2,157), so only what the thread reads is kept: of the flags, whether the
  * multi-recv buffer was released; the error code in 16 bits (fi_errno values are below 2^15: checked on
- * entry); a bulk request's descriptor goes to a side ring (srv_thread.qdesc), made at the first bulk
- * request.  32 bytes, not 88. */
+ * entry); a bulk request's descriptor goes to a side chunk (srv_qchunk.desc), made at the chunk's first
+ * bulk request.  32 bytes, not 88. */
 struct srv_comp {
 	void *ctx;
 	uint64_t data;
@@ -126,6 +126,18 @@ struct srv_comp {
 	bool mrecv_released : 1; /* FI_MULTI_RECV: the buffer is released */
 };
 _Static_assert(sizeof(struct srv_comp) == 32, "a backlog entry is 32 bytes");
+
+/* A thread's completion FIFO is a list of chunks from the server's pool (s->qchunks), filled at the tail
+ * and drained at the head; a drained chunk goes back to the pool, where the next one needed is taken from.
+ * A backlog that grows is never copied (a ring that grew by copying cost 0.1 L3 misses per event while the
+ * clients of a large run join), and holds at most one chunk it does not use. */
+#define SRV_QCHUNK_N 63
+struct srv_qchunk {
+	struct srv_comp c[SRV_QCHUNK_N];
+	struct srv_qchunk *next;
+	struct bulk_desc *desc; /* SRV_QCHUNK_N descriptors from s->qdescs, at the chunk's first bulk entry */
+};
+_Static_assert(sizeof(struct srv_qchunk) <= 2048, "a FIFO chunk fits in 2 KiB");
 
 /* An engine process: its threads share libfabric's process-wide MR-cache lock, taken on every receive post
  * (cxi maps the posted buffer through the cache), so concurrent reposts of its threads serialize. */
@@ -142,10 +154,9 @@ struct srv_thread {
 	struct sw_ep *ep;
 	uint32_t index;
 	struct host_core core;
-	/* Completions not yet read, FIFO. */
-	struct srv_comp *q;
-	struct bulk_desc *qdesc; /* descriptors of bulk requests, slot for slot with q (NULL until one comes) */
-	uint32_t qcap, qhead, qlen;
+	/* Completions not yet read, FIFO: entries [qhead, SRV_QCHUNK_N) of qh, ..., [0, qtail) of qt. */
+	struct srv_qchunk *qh, *qt;
+	uint32_t qhead, qtail, qlen;
 	bool stepping;
 	struct srv_comp cur; /* being processed */
 	struct bulk_desc cur_desc; /* its descriptor when cur.bulk */
@@ -168,36 +179,52 @@ static struct rpc_server_cfg *cfg_of(struct srv_thread *t) { return &t->srv->cfg
 
 static void q_push(struct srv_thread *t, const struct srv_comp *c, const struct bulk_desc *desc)
 {
-	if (t->qlen == t->qcap) {
-		/* Grows by a quarter: a saturated server's backlog grows with the run (thousands of completions per
-		 * thread in the whole-machine scenario at 1 ms, 1.9 GB across 4,096 threads with doubling); a
-		 * quarter keeps the unused tail small at an amortized copy cost of four entries per push. */
-		uint32_t ncap = t->qcap ? t->qcap + t->qcap / 4 : 64;
-		struct srv_comp *n = xmalloc(ncap * sizeof(*n));
-		struct bulk_desc *nd = t->qdesc ? xmalloc(ncap * sizeof(*nd)) : NULL;
-		for (uint32_t i = 0; i < t->qlen; i++) {
-			n[i] = t->q[(t->qhead + i) % t->qcap];
-			if (nd)
-				nd[i] = t->qdesc[(t->qhead + i) % t->qcap];
-		}
-		free(t->q);
-		free(t->qdesc);
-		t->q = n;
-		t->qdesc = nd;
-		t->qcap = ncap;
-		t->qhead = 0;
+	struct rpc_server *s = t->srv;
+	if (!t->qt || t->qtail == SRV_QCHUNK_N) {
+		struct srv_qchunk *k = pool_get(&s->qchunks);
+		k->next = NULL;
+		k->desc = NULL;
+		if (t->qt)
+			t->qt->next = k;
+		else
+			t->qh = k, t->qhead = 0;
+		t->qt = k;
+		t->qtail = 0;
 	}
-	uint32_t slot = (t->qhead + t->qlen) % t->qcap;
-	t->q[slot] = *c;
+	struct srv_qchunk *k = t->qt;
+	k->c[t->qtail] = *c;
 	if (c->bulk) {
-		if (!t->qdesc)
-			t->qdesc = xmalloc(t->qcap * sizeof(*t->qdesc));
-		t->qdesc[slot] = *desc;
+		if (!k->desc)
+			k->desc = pool_get(&s->qdescs);
+		k->desc[t->qtail] = *desc;
 	}
+	t->qtail++;
 	t->qlen++;
-	t->srv->st.backlog_now++;
-	if (t->qlen > t->srv->st.cq_backlog_max)
-		t->srv->st.cq_backlog_max = t->qlen;
+	s->st.backlog_now++;
+	if (t->qlen > s->st.cq_backlog_max)
+		s->st.cq_backlog_max = t->qlen;
+}
+
+/* The oldest completion into t->cur (and its descriptor into t->cur_desc); a drained chunk goes back. */
+static void q_pop(struct srv_thread *t)
+{
+	struct rpc_server *s = t->srv;
+	struct srv_qchunk *k = t->qh;
+	t->cur = k->c[t->qhead];
+	if (t->cur.bulk)
+		t->cur_desc = k->desc[t->qhead];
+	t->qhead++;
+	t->qlen--;
+	s->st.backlog_now--;
+	if (t->qhead == SRV_QCHUNK_N || !t->qlen) { /* drained (the last chunk when the FIFO is empty) */
+		t->qh = k->next;
+		if (!t->qlen)
+			t->qt = NULL;
+		t->qhead = 0;
+		if (k->desc)
+			pool_put(&s->qdescs, k->desc);
+		pool_put(&s->qchunks, k);
+	}
 }
 
 static void thread_step(struct sim *sim, void *obj, uint64_t arg);
@@ -589,12 +616,7 @@ static void thread_step(struct sim *sim, void *obj, uint64_t arg)
 	struct rpc_server_cfg *c = &s->cfg;
 	(void)arg;
 	t->step_now = sim_now(sim);
-	t->cur = t->q[t->qhead];
-	if (t->cur.bulk)
-		t->cur_desc = t->qdesc[t->qhead];
-	t->qhead = (t->qhead + 1) % t->qcap;
-	t->qlen--;
-	s->st.backlog_now--;
+	q_pop(t);
 	struct srv_comp *sc = &t->cur;
 	uint8_t kind = *(uint8_t *)sc->ctx;
 	simtime_t cost;
@@ -780,8 +802,6 @@ static void server_free(void *p)
 			free(t->handles[h]);
 		free(t->handles);
 		free(t->bufs);
-		free(t->q);
-		free(t->qdesc);
 		free(t->repost_list);
 	}
 	free(s->threads);
@@ -789,6 +809,8 @@ static void server_free(void *p)
 	free(s->world.targets);
 	free(s->last_gen);
 	pool_free_all(&s->req_pool);
+	pool_free_all(&s->qchunks);
+	pool_free_all(&s->qdescs);
 	bulk_server_free(s);
 	free(s);
 }
@@ -809,6 +831,8 @@ static void server_build(struct sim *sim, const struct cfg *sec)
 	s->world.server = s;
 	s->world.win_end = SIM_TIME_MAX;
 	pool_init(&s->req_pool, sizeof(struct srv_req), 4096);
+	pool_init(&s->qchunks, sizeof(struct srv_qchunk), 32);
+	pool_init(&s->qdescs, SRV_QCHUNK_N * sizeof(struct bulk_desc), 32);
 	sim_world_set(sim, "rpc", &s->world);
 	uint32_t i = 0;
 	for (uint32_t n = 0; n < c->nodes; n++)
@@ -931,11 +955,12 @@ static void server_memory(struct sim *sim, struct mem_report *r)
 	const struct rpc_server *s = w->server;
 	uint64_t own = sizeof(*s) + (uint64_t)s->cfg.nodes * s->cfg.engines * sizeof(*s->engines) +
 		       (uint64_t)s->nthreads * (sizeof(*s->threads) + sizeof(*s->world.targets)) +
-		       pool_bytes(&s->req_pool) + (uint64_t)s->gen_n * s->gen_w * sizeof(*s->last_gen);
+		       pool_bytes(&s->req_pool) + pool_bytes(&s->qchunks) + pool_bytes(&s->qdescs) +
+		       (uint64_t)s->gen_n * s->gen_w * sizeof(*s->last_gen);
 	uint64_t eps = 0;
 	for (uint32_t i = 0; i < s->nthreads; i++) {
 		const struct srv_thread *t = &s->threads[i];
-		own += (uint64_t)t->qcap * (sizeof(*t->q) + (t->qdesc ? sizeof(*t->qdesc) : 0)) + (uint64_t)t->hcap * sizeof(*t->handles) +
+		own += (uint64_t)t->hcap * sizeof(*t->handles) +
 		       (uint64_t)t->nhandles * sizeof(**t->handles) + (uint64_t)t->repost_cap * sizeof(*t->repost_list);
 		if (t->bufs)
 			own += (uint64_t)s->cfg.mr_bufs * sizeof(*t->bufs);

@@ -48,6 +48,7 @@ struct rpc_server {
 	uint32_t nthreads;
 	struct nic *any_nic;
 	struct pool req_pool;
+	struct pool qchunks, qdescs; /* the threads' completion FIFOs: chunks of entries, and of bulk descriptors */
 	struct bulk_server *bulk;
 	struct rpc_fatal fatal;
 	uint32_t *last_gen; /* per client slot: highest attempt generation delivered */

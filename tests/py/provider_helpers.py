@@ -98,9 +98,11 @@ def wrap(cmd):
     return ["env", f"LD_PRELOAD={PRELOAD}:{CLOCK_LIB}", *extra, *cmd]
 
 
-def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None, time_mode=None, daemon_log=None):
+def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None, time_mode=None, daemon_log=None,
+                nice=0):
     """Run CMD (list) under `cxisim exec`; returns CompletedProcess (stdout+stderr text).  With `out`, the
-    daemon writes its metrics there.  time_mode: --time (default: exec's own default, virtual)."""
+    daemon writes its metrics there.  time_mode: --time (default: exec's own default, virtual).  nice: the
+    whole run (daemon and program) at that niceness, below cpu_hogs' processes."""
     args = [sys.executable, CXISIM, "exec"]
     if scenario:
         args += ["--scenario", scenario]
@@ -116,7 +118,8 @@ def cxisim_exec(cmd, sets=None, timeout=120, env=None, scenario=None, out=None, 
     e = base_env()
     if env:
         e.update(env)
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=e, cwd=REPO)
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=e, cwd=REPO,
+                          preexec_fn=(lambda: os.nice(nice)) if nice else None)
 
 
 def emulation_counters(rundir):

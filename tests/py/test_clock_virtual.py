@@ -89,9 +89,9 @@ def test_cq_signal_ends_a_poll_on_the_cq_fd():
         assert all(v < 10_000_000 for v in waits), f"waits slept to their timeout: {waits}"
 
 
-def _excursion_rows(sets):
+def _excursion_rows(sets, nice=0):
     """clock_work excursion under `sets`: its 20 round trips as (virtual ns, empty polls before the reply)."""
-    r = cxisim_exec([CLOCK_WORK, "excursion"], sets=sets, timeout=120)
+    r = cxisim_exec([CLOCK_WORK, "excursion"], sets=sets, timeout=120, nice=nice)
     assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
     rows = [(int(v), int(n)) for v, n in re.findall(r"^excursion (\d+) (\d+) 0$", r.stdout, re.M)]
     assert len(rows) == 20, r.stdout
@@ -129,12 +129,18 @@ def test_park_timeout_excursions_are_not_charged():
 def test_stalled_excursions_are_not_extrapolated():
     """The same program with the stall rule looking after 100 us of wall time (emulation.stall_timeout_us):
     each 1 ms excursion outlasts it, and a thread extrapolated from its CPU time in an excursion jumps to a
-    horizon that holds the excursion's CPU, which dropping the excursion cannot take back.  A thread back
-    from a timed-out park is extrapolated only after 50 x stall_timeout_us: 0 of 13 runs with a round trip
-    out of bounds, against 11 of 13 without that (3-8 such round trips a run)."""
-    for _ in range(2):
-        rows = _excursion_rows({"emulation.park_timeout_us": 10, "emulation.stall_timeout_us": 100})
-        assert all(150_000 <= v < 500_000 for v, _ in rows), rows
+    horizon that holds the excursion's CPU, which dropping the excursion cannot take back.  So a thread back
+    from a timed-out park is extrapolated only once it has used 50 x stall_timeout_us of CPU time.  Idle: 0
+    of 13 runs with a round trip out of bounds, against 11 of 13 without that rule.  The second run is
+    loaded (the run at nice 15 under 3 CPU hogs, so that a 1 ms burn takes many ms of wall time): when the
+    wait was 50 x stall_timeout_us of wall time, 5 of 6 such runs had 1-4 round trips of 0.54-0.96 ms (and
+    CI failed once on the unloaded run); with the wait in CPU time, 0 of 6."""
+    sets = {"emulation.park_timeout_us": 10, "emulation.stall_timeout_us": 100}
+    rows = _excursion_rows(sets)
+    assert all(150_000 <= v < 500_000 for v, _ in rows), rows
+    with cpu_hogs(3):
+        rows = _excursion_rows(sets, nice=15)
+    assert all(150_000 <= v < 500_000 for v, _ in rows), rows
 
 
 def test_virtual_waits_charge_only_the_application():
@@ -178,10 +184,12 @@ def test_cpu_burn_is_free_with_cpu_scale_0():
 
 def test_sleep_is_virtual_time_exactly():
     """cpu_scale 0: a 10 ms nanosleep is exactly 10 ms of virtual time, and takes far less wall time (nothing
-    else is pending)."""
+    else is pending): a real sleep takes 10 ms or more every time.  The wall time is the daemon's and the
+    thread's turnaround: a median of 0.04-0.05 ms here, 3.0 ms in a run at nice 15 under 2 CPU hogs and three
+    other sessions' work (a 2 ms bound failed there), so the bound is half the real sleep."""
     rows = work_rows("sleep", 0)
     assert all(r[0] == 10_000_000 for r in rows), rows
-    assert statistics.median(r[2] for r in rows) < 2_000_000, rows
+    assert statistics.median(r[2] for r in rows) < 5_000_000, rows
 
 
 def test_sleep_with_cpu_time_charged():
