@@ -90,6 +90,7 @@ static void forget_ops_in_child(void)
 {
 	/* A forked child is not attached: it reads real clocks until its own provider registers. */
 	atomic_store(&g_ops, NULL);
+	clk_timers_forget_in_child();
 }
 
 CLK_EXPORT void cxisim_clock_register(const struct cxisim_clock_ops *ops)

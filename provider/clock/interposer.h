@@ -89,6 +89,8 @@ uint64_t clk_timers_next_fd(void);
  * Returns CLK_TICK_* flags.  Never call it inside the emulation (clk_enter_now .. clk_leave) or with a lock
  * the application's handler could need. */
 int clk_timers_tick(uint64_t now_ps, int may_signal, const sigset_t *mask);
+/* In a forked child: the parent's timers are not the child's (timers.c). */
+void clk_timers_forget_in_child(void);
 /* One idle step of a virtual wait (waits.c): idle until deadline_ps, the next timer's expiry, or anything
  * that changes for the process (ops->wait; it also returns after park_timeout_us of wall time), then fire
  * the timers due.  Returns the tick's CLK_TICK_* flags, or -1 when the thread is not in virtual time. */

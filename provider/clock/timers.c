@@ -206,6 +206,23 @@ static void forget_fd(int fd)
 	unlock(&old);
 }
 
+/* A forked child (interposer.c's atfork handler): it has no POSIX timers or alarm of its parent's (the
+ * kernel's rule), and the timerfds it shares with its parent are the parent's to run: they stay recorded,
+ * disarmed, until the child sets them itself.  Single-threaded here: the lock may have been held by a thread
+ * that does not exist in the child. */
+void clk_timers_forget_in_child(void)
+{
+	pthread_mutex_init(&g_lock, NULL);
+	for (int i = 0; i < VT_MAX; i++) {
+		struct vtimer *t = &g_tab[i];
+		if (t->kind == VT_POSIX || t->kind == VT_ITIMER)
+			t->kind = VT_FREE;
+		t->virt = 0;
+		t->expiry_ps = NEVER;
+	}
+	recompute_next();
+}
+
 /* ---- arming ---- */
 
 static uint64_t ps_to_ns_up(uint64_t ps)

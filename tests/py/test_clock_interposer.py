@@ -36,6 +36,16 @@ def test_clock_check(name):
     assert r.returncode == 0 and f"ok {name}" in r.stdout, r.stdout + r.stderr
 
 
+def test_null_arguments_get_the_real_result():
+    """NULL time values and buffers (legal ones and EFAULT ones) give the same result with the interposer
+    attached as without it; gettimeofday(NULL, tz) crashed the wrapper, whose NULL check the compiler had
+    deleted on the strength of libc's nonnull declaration."""
+    real = run_check("nulls", epoch=False, LD_PRELOAD=PRELOAD or "")
+    assert real.returncode == 0 and "ok nulls" in real.stdout, real.stdout + real.stderr
+    r = run_check("nulls")
+    assert r.returncode == 0 and "ok nulls" in r.stdout, r.stdout + r.stderr
+
+
 def test_sleep_takes_virtual_not_wall_time():
     """1.03 s of sleeps (nanosleep, usleep, sleep, clock_nanosleep, syscall(SYS_nanosleep)) pass in virtual
     time, exactly, in far less wall time."""

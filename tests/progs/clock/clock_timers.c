@@ -442,6 +442,46 @@ static void check_sigev_thread(void)
 	timer_delete(id);
 }
 
+/* A forked child has none of its parent's POSIX timers or alarm (the kernel's rule), also once it attaches
+ * itself (owner mode: it registers the test owner again); the parent's go on. */
+static void check_fork(void)
+{
+	handle(SIGALRM, 0);
+	handle(SIGUSR1, 0);
+	g_hits = 0;
+	timer_t id;
+	struct sigevent sev;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = SIGUSR1;
+	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &id) == 0, "timer_create");
+	struct itimerspec v = its(300 * MS, 0);
+	CHECK(timer_settime(id, 0, &v, NULL) == 0, "timer_settime");
+	alarm(1);
+	pid_t p = fork();
+	CHECK(p >= 0, "fork");
+	if (p == 0) {
+		struct itimerval cur;
+		if (getitimer(ITIMER_REAL, &cur) != 0 || cur.it_value.tv_sec || cur.it_value.tv_usec)
+			_exit(3);
+		if (strcmp(g_mode, "owner")) /* not attached: the kernel's timers, which it cleared */
+			_exit(0);
+		if (clock_owner_start(2 * S, 10 * MS) != 0)
+			_exit(4);
+		struct timespec d = {2, 0};
+		if (nanosleep(&d, NULL) != 0 || g_hits != 0)
+			_exit(5);
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status 0x%x", st);
+	struct timespec d = {2, 0};
+	while (g_hits < 2 && nanosleep(&d, &d) == -1 && errno == EINTR)
+		;
+	CHECK(g_hits == 2, "the parent's two timers fired: %d", (int)g_hits);
+	timer_delete(id);
+}
+
 /* ---- timed waits: locks, message queues; clock(), times() ---- */
 
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -636,7 +676,7 @@ static const struct {
 	      {"tfd_wall", check_tfd_wall},     {"alarm", check_alarm},           {"pause", check_pause},
 	      {"periodic", check_periodic},     {"sigwait", check_sigwait},       {"sigev_thread", check_sigev_thread},
 	      {"locks", check_locks},           {"mq", check_mq},                 {"cpu_reads", check_cpu_reads},
-	      {"misuse", check_misuse}};
+	      {"fork", check_fork},             {"misuse", check_misuse}};
 
 static struct t_ep g_ep;
 
