@@ -133,6 +133,7 @@ struct dep {
 	uint32_t close_seq;
 	simtime_t close_deadline;
 	sim_timer close_timer;
+	ev_timer retry_timer; /* realtime: retries a refused command retry_ns of wall time later */
 };
 
 struct dmr {
@@ -159,6 +160,7 @@ struct dop {
 	uint16_t op;          /* enum cxs_cmd_op */
 	uint16_t payload_len;
 	bool own_ct;          /* deferred work: the completion counts in `ct`, not the endpoint's counters */
+	bool failed;          /* completed with FI_EIO by a fatal error while the NIC model still holds it */
 	struct dct *ct;
 	unsigned char payload[192]; /* inject payload of an RMA write (the NIC reads it like IDC data) */
 };

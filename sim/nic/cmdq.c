@@ -19,20 +19,25 @@ struct cmdrec {
 	uint32_t nslots;
 };
 
-/* What an emit, a doorbell and a fetch read comes first (48 bytes, no holes: 72 in all, not 80), so that
- * more of a client's queue records lie within one line (cachegrind, docs/workloads.md Round 9). */
+/* What an emit, a doorbell and a fetch read comes first (48 bytes, no holes), so that more of a client's
+ * queue records lie within one line (cachegrind, docs/workloads.md Round 9); then the ring's first
+ * CMDQ_INLINE records, inside the queue record: a client's queues hold one or two commands at a time, and
+ * a drained ring starts again at its first record (head 0), so an emit and its fetch touch the lines of
+ * the queue record itself, not a ring allocated elsewhere (Round 10).  Rings that grow past it move out. */
+#define CMDQ_INLINE 4
 struct nic_cmdq {
 	struct nic_lni *lni;
-	struct cmdrec *ring;
+	struct cmdrec *ring; /* inl while cap <= CMDQ_INLINE */
 	uint32_t slots, used;
 	uint32_t eqn;
 	uint32_t cap, head, n, rung;
 	bool target, live, fetch_pending, space_wanted;
+	struct cmdrec inl[CMDQ_INLINE];
 	void (*on_space)(void *ctx, struct nic_cmdq *q);
 	void *space_ctx;
 	struct nic_cmdq *next_of_nic; /* all queues of a NIC, for teardown */
 };
-_Static_assert(sizeof(struct nic_cmdq) == 72, "a command queue record grew: two per client endpoint");
+_Static_assert(sizeof(struct nic_cmdq) == 168, "a command queue record grew: two per client endpoint");
 
 const size_t nic_cmdq_record_size = sizeof(struct nic_cmdq);
 
@@ -100,7 +105,8 @@ static void cmdq_destroy(struct nic *nic, struct nic_cmdq *q)
 			nic_tle_give_back(nic, r->tle);
 		work_drop(nic, r->w);
 	}
-	free(q->ring);
+	if (q->ring != q->inl)
+		free(q->ring);
 	pool_put(&nic->rec->cmdq, q);
 }
 
@@ -169,12 +175,12 @@ uint64_t nic_cmdqs_bytes(struct nic *nic, const struct nic_lni *lni, uint64_t *c
 	for (struct nic_cmdq *q = *nic_qhead(nic); q; q = q->next_of_nic) {
 		if (lni && q->lni != lni)
 			continue;
-		b += sizeof(*q) + (uint64_t)q->cap * sizeof(*q->ring);
+		b += sizeof(*q) + (q->ring != q->inl ? (uint64_t)q->cap * sizeof(*q->ring) : 0);
 		if (count)
 			(*count)++;
 	}
 	for (struct nic_cmdq *q = nic->cmdq_zombies; q && !lni; q = q->next_of_nic)
-		b += sizeof(*q) + (uint64_t)q->cap * sizeof(*q->ring);
+		b += sizeof(*q) + (q->ring != q->inl ? (uint64_t)q->cap * sizeof(*q->ring) : 0);
 	return b;
 }
 
@@ -224,10 +230,17 @@ static int cmd_validate(const struct nic_cmdq *q, const struct nic_cmd *c, uint3
 
 static void cmdq_resize(struct nic_cmdq *q, uint32_t ncap)
 {
-	struct cmdrec *nr = ncap ? xcalloc(ncap, sizeof(*nr)) : NULL;
+	struct cmdrec tmp[CMDQ_INLINE];
+	struct cmdrec *nr = !ncap ? NULL : ncap <= CMDQ_INLINE ? q->inl : xcalloc(ncap, sizeof(*nr));
+	struct cmdrec *to = nr == q->ring ? tmp : nr; /* the inline ring resized: through a copy */
 	for (uint32_t i = 0; i < q->n; i++)
-		nr[i] = q->ring[(q->head + i) % q->cap];
-	free(q->ring);
+		to[i] = q->ring[(q->head + i) % q->cap];
+	if (to == tmp) {
+		if (q->n)
+			memcpy(nr, tmp, q->n * sizeof(*nr));
+	} else if (q->ring != q->inl) {
+		free(q->ring);
+	}
 	q->ring = nr;
 	q->cap = ncap;
 	q->head = 0;
@@ -360,6 +373,8 @@ static void cmdq_fetch(struct sim *sim, void *obj, uint64_t arg)
 		cmdq_resize(q, 0);
 	else if (!q->n && q->cap > 4)
 		cmdq_resize(q, 4);
+	else if (!q->n)
+		q->head = 0; /* the next command goes to the ring's first record */
 	if (q->space_wanted && q->on_space) {
 		q->space_wanted = false;
 		q->on_space(q->space_ctx, q);
