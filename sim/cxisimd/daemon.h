@@ -126,6 +126,7 @@ struct dep {
 	bool fatal;
 	bool closing;
 	bool backpressured;   /* the NIC refused the head of the queue (-EAGAIN): until the queue catches up */
+	bool ring_corrupt;    /* its command ring was found corrupt: never read again */
 	bool recv_posted;     /* a receive was posted (simulated workloads may now send to it) */
 	uint32_t cap_ep;      /* capture id (0: not captured) */
 	uint32_t cap_images_due; /* MRs registered since the last send, whose exposed image is still due */

@@ -479,7 +479,7 @@ static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
  * the later ones wait in the ring, in order); returns the stamp of the first one left, UINT64_MAX if none. */
 static simtime_t drain(struct dep *ep)
 {
-	if (!ep->cmdq)
+	if (!ep->cmdq || ep->ring_corrupt)
 		return UINT64_MAX;
 	struct daemon *d = ep->o.c->d;
 	bool virt = daemon_virtual(d);
@@ -496,7 +496,9 @@ static simtime_t drain(struct dep *ep)
 			continue;
 		}
 		if (r == RING_CORRUPT) {
-			/* A process that corrupts its own queue loses its endpoint, nothing else. */
+			/* A process that corrupts its own queue loses its endpoint, nothing else; the ring is not
+			 * read again (virtual mode drains every endpoint at every step: it was counted each time). */
+			ep->ring_corrupt = true;
 			(*d->st_bad_cmds)++;
 			on_fatal(ep, ep->sw, "corrupt command queue");
 			return UINT64_MAX;

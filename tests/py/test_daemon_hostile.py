@@ -11,7 +11,9 @@ import struct
 import subprocess
 import time
 
-from provider_helpers import Daemon, daemon_status
+import pytest
+
+from provider_helpers import DEFAULT_SCENARIO, Daemon, daemon_status
 from test_provider_robust import _proto, prog
 
 EP_FMT = "@IIII4HIII6IIIQIIIIIIIQQQQQQQQQQ"  # struct ctl_ep_open_req (sim/cxisimd/proto.h)
@@ -40,13 +42,14 @@ def _req(s, op, body=b""):
 class Client:
     """An attached control connection (realtime) with endpoints whose rings this test writes itself."""
 
-    def __init__(self, d):
+    def __init__(self, d, virtual=False):
         self.version, self.ops = _proto()
+        self.virtual = virtual
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.s.settimeout(10)
         self.s.connect(d.sock)
-        attach = struct.pack("<IiIiiiII64s64s", self.version, os.getpid(), os.getuid(), -1, -1, -1, 0, 0, b"h",
-                             b"hostile")
+        attach = struct.pack("<IiIiiiII64s64s", self.version, os.getpid(), os.getuid(), -1, -1, -1, int(virtual), 0,
+                             b"h", b"hostile")
         st, rep, fds = _req(self.s, self.ops["CTL_ATTACH"], attach)
         assert st == 0, st
         for fd in fds:
@@ -177,20 +180,24 @@ def test_a_corrupt_ring_with_operations_in_flight(tmp_path):
         d.stop()
 
 
-def test_random_commands_leave_the_daemon_serving(tmp_path):
+@pytest.mark.parametrize("mode", ["realtime", "virtual"])
+def test_random_commands_leave_the_daemon_serving(tmp_path, mode):
     """Seeded random commands: valid and unknown ops, every flag, lengths up to 2^64, addresses inside,
     outside and at the edge of the process's memory, destinations on and off the fabric, slot counts the
     entry does not have, now and then a corrupted head; each round the process dies or detaches with
-    whatever is open.  The daemon stays up and serves a real client afterwards (it died of the two cases
-    above, and a process whose refused command waited for an event queue it never read held the daemon in
-    a loop that never returned to its sockets: endpoint.c's retry timer)."""
-    d = Daemon(tmp_path)
+    whatever is open; in virtual time the commands carry random stamps too.  The daemon stays up and
+    serves a real client afterwards (it died of the two cases above; in realtime a process whose refused
+    command waited for an event queue it never read held the daemon in a loop that never returned to its
+    sockets -- endpoint.c's retry timer -- and in virtual time such a command moved the engine on by
+    retry_ns forever, with nothing to hold it back, in a loop that never polled -- vclock.c's slice)."""
+    scenario = dict(DEFAULT_SCENARIO, emulation=dict(DEFAULT_SCENARIO["emulation"], time_mode=mode))
+    d = Daemon(tmp_path, scenario=scenario)
     buf = ctypes.create_string_buffer(1 << 20)
     base = ctypes.addressof(buf)
     try:
         for seed in range(6):
             rnd = random.Random(seed)
-            c = Client(d)
+            c = Client(d, virtual=mode == "virtual")
             eps = [e for e in (c.endpoint(mode=rnd.choice([0, 1, 2]), flags=rnd.choice([0, 4, 1 << 9])),
                                c.endpoint()) if e]
             assert eps
@@ -203,7 +210,8 @@ def test_random_commands_leave_the_daemon_serving(tmp_path):
                     nslots if rnd.random() > 0.05 else rnd.choice([0, 64, 0xffff]), rnd.choice([0, 5, 0xffff]),
                     rnd.choice([10, 0, 11, 0xffff]),
                     rnd.choice([0, 1, 2, 4, 8, 16, 32, 64, 128, 0x100, 0x200, 0xffffffff, rnd.getrandbits(32)]),
-                    rnd.choice([(c.nic_addr << 9) | other, (c.nic_addr << 9) | 511, rnd.getrandbits(32), 0]), 0,
+                    rnd.choice([(c.nic_addr << 9) | other, (c.nic_addr << 9) | 511, rnd.getrandbits(32), 0]),
+                    rnd.choice([0, 1000, 10**9, rnd.getrandbits(64)]) if c.virtual else 0,
                     rnd.getrandbits(64),
                     rnd.choice([base, base + rnd.randrange(1 << 20), 0, 8, (1 << 47) - 8, rnd.getrandbits(64)]),
                     rnd.choice([0, 1, 8, 192, 193, 4096, 1 << 20, (1 << 20) + 1, 1 << 32, rnd.getrandbits(64)]),
