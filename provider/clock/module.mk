@@ -13,6 +13,9 @@ CLOCK_PROGS := $(BUILD)/tests/clock/clock_check $(BUILD)/tests/clock/clock_work 
 # legal on Linux, crashed the wrapper: its `tv &&` was gone, -fno-delete-null-pointer-checks or not).
 # Never sanitized: `cxisim exec` preloads it into programs that do not load the ASan runtime first (a
 # sanitized preload would abort them: "ASan runtime does not come first").
+# The flags are set here, so the objects depend on this file: an object built before a flag changed is rebuilt
+# (one built before the nonnull flag kept crashing test_null_arguments_get_the_real_result after a pull).
+$(CLOCK_OBJS): provider/clock/module.mk
 $(CLOCK_OBJS): CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) \
 	'-D__attribute_nonnull__(params)='
 

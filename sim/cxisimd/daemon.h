@@ -126,6 +126,7 @@ struct dep {
 	bool fatal;
 	bool closing;
 	bool backpressured;   /* the NIC refused the head of the queue (-EAGAIN): until the queue catches up */
+	bool ring_corrupt;    /* its command ring was found corrupt: never read again */
 	bool recv_posted;     /* a receive was posted (simulated workloads may now send to it) */
 	uint32_t cap_ep;      /* capture id (0: not captured) */
 	uint32_t cap_images_due; /* MRs registered since the last send, whose exposed image is still due */
@@ -133,6 +134,7 @@ struct dep {
 	uint32_t close_seq;
 	simtime_t close_deadline;
 	sim_timer close_timer;
+	ev_timer retry_timer; /* realtime: retries a refused command retry_ns of wall time later */
 };
 
 struct dmr {
@@ -159,6 +161,7 @@ struct dop {
 	uint16_t op;          /* enum cxs_cmd_op */
 	uint16_t payload_len;
 	bool own_ct;          /* deferred work: the completion counts in `ct`, not the endpoint's counters */
+	bool failed;          /* completed with FI_EIO by a fatal error while the NIC model still holds it */
 	struct dct *ct;
 	unsigned char payload[192]; /* inject payload of an RMA write (the NIC reads it like IDC data) */
 };

@@ -226,6 +226,12 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 	struct dop *op = c->op_context;
 	if (!op)
 		return;
+	bool last = op->op != CXS_CMD_RECV || !(op->cflags & CXS_F_MULTI_RECV) || (c->flags & FI_MULTI_RECV);
+	if (op->failed) { /* reported at the fatal error; the NIC model is done with it now */
+		if (last)
+			ep_op_free(op);
+		return;
+	}
 	bool fail = c->err != 0;
 	struct dct *ct = NULL;
 	struct dqueue *q = ep->txq;
@@ -248,15 +254,14 @@ static void on_comp(void *ctx, struct sw_ep *sw, const struct sw_comp *c)
 		post_event(ep, q, op->context, c);
 		capture_comp(ep, c);
 	}
-	bool last = op->op != CXS_CMD_RECV || !(op->cflags & CXS_F_MULTI_RECV) || (c->flags & FI_MULTI_RECV);
 	if (last)
 		ep_op_free(op);
 }
 
 /* A failed command: complete it with an error at once. */
-static void fail_cmd(struct dep *ep, const struct cxs_cmd *cmd, int err)
+static void fail_cmd_rc(struct dep *ep, const struct cxs_cmd *cmd, int err, int rc)
 {
-	struct sw_comp c = { .err = err, .len = cmd->len, .tag = cmd->tag };
+	struct sw_comp c = { .err = err, .prov_errno = rc, .len = cmd->len, .tag = cmd->tag };
 	switch (cmd->op) {
 	case CXS_CMD_SEND: c.flags = FI_SEND | ((cmd->flags & CXS_F_TAGGED) ? FI_TAGGED : FI_MSG); break;
 	case CXS_CMD_RECV: c.flags = FI_RECV | ((cmd->flags & CXS_F_TAGGED) ? FI_TAGGED : FI_MSG); break;
@@ -265,6 +270,11 @@ static void fail_cmd(struct dep *ep, const struct cxs_cmd *cmd, int err)
 	case CXS_CMD_ATOMIC: c.flags = FI_ATOMIC | (cmd->addr ? FI_READ : FI_WRITE); break;
 	}
 	post_event(ep, cmd->op == CXS_CMD_RECV ? ep->rxq : ep->txq, cmd->context, &c);
+}
+
+static void fail_cmd(struct dep *ep, const struct cxs_cmd *cmd, int err)
+{
+	fail_cmd_rc(ep, cmd, err, 0);
 }
 
 static bool addr_ok(uint64_t a)
@@ -289,6 +299,14 @@ static int exec_cmd(struct dep *ep, const unsigned char *raw, uint16_t nslots)
 	if (!addr_ok(cmd->addr) || (cmd->len && cmd->addr + cmd->len < cmd->addr) || cmd->len > UINT32_MAX) {
 		(*d->st_bad_cmds)++;
 		fail_cmd(ep, cmd, EINVAL);
+		return 0;
+	}
+	/* A destination NIC the fabric does not have (an address inserted into the AV from anywhere): on the
+	 * machine the switches drop what they cannot route and the initiator's retries give up
+	 * (C_RC_UNDELIVERABLE, FI_EHOSTUNREACH); the fabric model has no route to follow and must not be asked. */
+	if ((cmd->op == CXS_CMD_SEND || cmd->op == CXS_CMD_WRITE || cmd->op == CXS_CMD_READ ||
+	     cmd->op == CXS_CMD_ATOMIC) && !nic_get(d->sim, peer_addr(cmd).nic)) {
+		fail_cmd_rc(ep, cmd, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
 		return 0;
 	}
 	uint64_t flags = FI_COMPLETION;
@@ -442,12 +460,17 @@ static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
 	ep->fatal = true;
 	if (!ep->o.c->d->quiet)
 		fprintf(stderr, "cxisimd: client %u endpoint %u: fatal: %s\n", ep->o.c->id, ep->o.id, msg);
-	/* Every operation in flight fails with FI_EIO; later commands fail the same way (ep_drain_cmdq). */
-	while (ep->ops) {
-		struct dop *op = ep->ops;
+	/* Every operation in flight fails with FI_EIO; later commands fail the same way (ep_drain_cmdq).  The
+	 * operations stay on the list: the NIC model may still hold them (a posted receive, a send waiting
+	 * for its ack) and complete them later, or the endpoint's close frees them.  Freed here, such a late
+	 * completion freed them again and corrupted the list (a client that corrupted its command queue with
+	 * receives posted crashed the daemon at its exit). */
+	for (struct dop *op = ep->ops; op; op = op->next) {
+		if (op->failed)
+			continue;
+		op->failed = true;
 		struct sw_comp c = { .err = FI_EIO, .flags = op->op == CXS_CMD_RECV ? FI_RECV : FI_SEND };
 		post_event(ep, op->op == CXS_CMD_RECV ? ep->rxq : ep->txq, op->context, &c);
-		ep_op_free(op);
 	}
 }
 
@@ -456,7 +479,7 @@ static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
  * the later ones wait in the ring, in order); returns the stamp of the first one left, UINT64_MAX if none. */
 static simtime_t drain(struct dep *ep)
 {
-	if (!ep->cmdq)
+	if (!ep->cmdq || ep->ring_corrupt)
 		return UINT64_MAX;
 	struct daemon *d = ep->o.c->d;
 	bool virt = daemon_virtual(d);
@@ -473,7 +496,9 @@ static simtime_t drain(struct dep *ep)
 			continue;
 		}
 		if (r == RING_CORRUPT) {
-			/* A process that corrupts its own queue loses its endpoint, nothing else. */
+			/* A process that corrupts its own queue loses its endpoint, nothing else; the ring is not
+			 * read again (virtual mode drains every endpoint at every step: it was counted each time). */
+			ep->ring_corrupt = true;
 			(*d->st_bad_cmds)++;
 			on_fatal(ep, ep->sw, "corrupt command queue");
 			return UINT64_MAX;
@@ -492,8 +517,14 @@ static simtime_t drain(struct dep *ep)
 		if (exec_cmd(ep, raw, ns) == -EAGAIN) {
 			/* Keep the command; the step timer retries it once the NIC has drained. */
 			ep->backpressured = true;
-			if (!virt)
-				ev_feed_event(d->loop, &ep->cmdq->io, EV_READ);
+			/* Realtime: retry retry_ns of wall time later.  Fed back at once (ev_feed_event), the doorbell
+			 * ran again inside the same pass over pending events, never returning to poll: a process that
+			 * stopped reading its full CQ held the whole daemon in that loop, every other process's
+			 * requests unanswered (found by a command-ring fuzz). */
+			if (!virt && !ev_is_active(&ep->retry_timer)) {
+				ev_timer_set(&ep->retry_timer, (double)d->emu->retry * 1e-12, 0.);
+				ev_timer_start(d->loop, &ep->retry_timer);
+			}
 			return virt ? sim_now(d->sim) + d->emu->retry : UINT64_MAX;
 		}
 		/* Commands the NIC made wait (a full queue: the head refused, those behind it queued) are
@@ -518,6 +549,14 @@ static simtime_t drain(struct dep *ep)
 void ep_drain_cmdq(struct dep *ep)
 {
 	drain(ep);
+}
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)revents;
+	struct dep *ep = w->data;
+	if (ep->cmdq)
+		ev_feed_event(loop, &ep->cmdq->io, EV_READ); /* the doorbell's path: clock, drain, step */
 }
 
 simtime_t ep_drain_due(struct dep *ep)
@@ -590,6 +629,8 @@ int ep_open(struct client *c, const struct ctl_ep_open_req *req, struct ctl_ep_o
 	ep->nic_addr = addr;
 	ep->flags = req->flags;
 	ep->svc_id = req->svc_id;
+	ev_timer_init(&ep->retry_timer, retry_cb, 0., 0.);
+	ep->retry_timer.data = ep;
 	struct sw_ep_attr a;
 	sw_ep_attr_defaults(&a);
 	env_from_req(&a.env, req);
@@ -647,6 +688,7 @@ void ep_close(struct dep *ep)
 {
 	struct client *c = ep->o.c;
 	sim_timer_cancel(c->d->sim, &ep->close_timer);
+	ev_timer_stop(c->d->loop, &ep->retry_timer);
 	trig_ep_closed(ep);
 	/* Closing the software endpoint frees its PtlTEs, LEs and queues on the NIC; operations still in flight
 	 * are abandoned (their completions would have nowhere to go). */

@@ -19,7 +19,7 @@ from provider_helpers import BUILD_DIR, CLOCK_LIB, PRELOAD, SANITIZED, base_env,
 PROG = os.path.join(BUILD_DIR, "tests", "clock", "clock_timers")
 HOUR = 3600 * 10**9
 TIMERFD = ["tfd_poll", "tfd_epoll", "tfd_read", "tfd_interval", "tfd_disarm", "tfd_abstime"]
-SIGNALS = ["alarm", "pause", "periodic", "sigwait", "sigev_thread", "fork"]
+SIGNALS = ["alarm", "pause", "periodic", "sigwait", "sigev_thread", "fork", "intr"]
 WAITS = ["locks", "mq", "cpu_reads"]
 ALL = TIMERFD + ["tfd_wall"] + SIGNALS + WAITS
 

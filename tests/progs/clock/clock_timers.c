@@ -10,6 +10,7 @@
  * the owner) CPU time costs none, so a 10 ms timer is 10,000,000 ns of CLOCK_MONOTONIC to the ns. */
 #include <mqueue.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <sys/epoll.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
@@ -482,6 +483,111 @@ static void check_fork(void)
 	timer_delete(id);
 }
 
+static struct timespec abs_after(clockid_t c, uint64_t ns)
+{
+	struct timespec t;
+	clock_gettime(c, &t);
+	uint64_t a = ts_ns(&t) + ns;
+	t.tv_sec = (time_t)(a / S);
+	t.tv_nsec = (long)(a % S);
+	return t;
+}
+
+/* A timer's signal ends every interruptible virtual wait at its expiry with EINTR (SA_RESTART or not, as
+ * the kernel: poll, epoll_wait, select and sem_timedwait are never restarted); a blocking read of a
+ * timerfd is restarted under SA_RESTART; a condition wait wakes (spuriously).  SIGEV_THREAD_ID aims the
+ * signal at the named thread. */
+static void check_intr(void)
+{
+	int p[2];
+	CHECK(pipe(p) == 0, "pipe");
+	handle(SIGALRM, SA_RESTART);
+	g_hits = 0;
+	struct pollfd pf = {.fd = p[0], .events = POLLIN};
+	uint64_t v0 = mono();
+	alarm(1);
+	errno = 0;
+	CHECK(poll(&pf, 1, 5000) == -1 && errno == EINTR && g_hits == 1, "poll: EINTR");
+	expect_elapsed("poll EINTR", mono() - v0, 1 * S);
+	int ep = epoll_create1(0);
+	struct epoll_event e = {.events = EPOLLIN}, got;
+	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &e) == 0, "epoll_ctl");
+	v0 = mono();
+	alarm(1);
+	errno = 0;
+	CHECK(epoll_wait(ep, &got, 1, -1) == -1 && errno == EINTR && g_hits == 2, "epoll_wait: EINTR");
+	expect_elapsed("epoll_wait EINTR", mono() - v0, 1 * S);
+	fd_set rs;
+	FD_ZERO(&rs);
+	FD_SET(p[0], &rs);
+	v0 = mono();
+	alarm(1);
+	errno = 0;
+	CHECK(select(p[0] + 1, &rs, NULL, NULL, NULL) == -1 && errno == EINTR && g_hits == 3, "select: EINTR");
+	expect_elapsed("select EINTR", mono() - v0, 1 * S);
+	sem_t sem;
+	sem_init(&sem, 0, 0);
+	struct timespec abs = abs_after(CLOCK_REALTIME, 5 * S);
+	v0 = mono();
+	alarm(1);
+	errno = 0;
+	CHECK(sem_timedwait(&sem, &abs) == -1 && errno == EINTR && g_hits == 4, "sem_timedwait: EINTR");
+	expect_elapsed("sem_timedwait EINTR", mono() - v0, 1 * S);
+	sem_destroy(&sem);
+	/* A blocking read of a disarmed timerfd: restarted under SA_RESTART, EINTR without. */
+	int fd = timerfd_create(CLOCK_MONOTONIC, 0);
+	uint64_t n;
+	v0 = mono();
+	alarm(1);
+	struct itimerspec later = its(3 * S, 0);
+	CHECK(timerfd_settime(fd, 0, &later, NULL) == 0, "settime");
+	CHECK(read(fd, &n, sizeof(n)) == 8 && n == 1 && g_hits == 5, "read restarted, then the timerfd: %d", (int)g_hits);
+	expect_elapsed("read restarted", mono() - v0, 3 * S);
+	handle(SIGALRM, 0);
+	v0 = mono();
+	alarm(1);
+	errno = 0;
+	CHECK(read(fd, &n, sizeof(n)) == -1 && errno == EINTR && g_hits == 6, "read: EINTR");
+	expect_elapsed("read EINTR", mono() - v0, 1 * S);
+	close(fd);
+	/* A condition wait: woken at the signal, which POSIX lets it report as a spurious wakeup. */
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	pthread_mutex_lock(&m);
+	abs = abs_after(CLOCK_REALTIME, 5 * S);
+	v0 = mono();
+	alarm(1);
+	int r;
+	do /* as callers do: a return before the predicate holds is a spurious wakeup */
+		r = pthread_cond_timedwait(&c, &m, &abs);
+	while (r == 0 && g_hits == 6);
+	CHECK((r == 0 || r == ETIMEDOUT) && g_hits == 7, "cond: %d, %d hits", r, (int)g_hits);
+	if (g_virtual)
+		CHECK(r == 0 && mono() - v0 == 1 * S, "cond woken at the signal");
+	pthread_mutex_unlock(&m);
+	/* SIGEV_THREAD_ID: to this thread, with its value. */
+	handle(SIGUSR1, 0);
+	timer_t id;
+	struct sigevent sev;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGUSR1;
+	sev.sigev_value.sival_int = 99;
+	sev._sigev_un._tid = gettid();
+	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &id) == 0, "timer_create SIGEV_THREAD_ID");
+	struct itimerspec v = its(20 * MS, 0);
+	v0 = mono();
+	CHECK(timer_settime(id, 0, &v, NULL) == 0, "settime");
+	struct timespec d = {1, 0}, rem;
+	CHECK(nanosleep(&d, &rem) == -1 && errno == EINTR && g_hits == 8 && g_hit_value == 99, "thread id: %d",
+	      (int)g_hits);
+	expect_elapsed("SIGEV_THREAD_ID", g_hit_at - v0, 20 * MS);
+	timer_delete(id);
+	close(ep);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* ---- timed waits: locks, message queues; clock(), times() ---- */
 
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -501,15 +607,6 @@ static void *holder(void *arg)
 	return NULL;
 }
 
-static struct timespec abs_after(clockid_t c, uint64_t ns)
-{
-	struct timespec t;
-	clock_gettime(c, &t);
-	uint64_t a = ts_ns(&t) + ns;
-	t.tv_sec = (time_t)(a / S);
-	t.tv_nsec = (long)(a % S);
-	return t;
-}
 
 static void check_locks(void)
 {
@@ -676,7 +773,7 @@ static const struct {
 	      {"tfd_wall", check_tfd_wall},     {"alarm", check_alarm},           {"pause", check_pause},
 	      {"periodic", check_periodic},     {"sigwait", check_sigwait},       {"sigev_thread", check_sigev_thread},
 	      {"locks", check_locks},           {"mq", check_mq},                 {"cpu_reads", check_cpu_reads},
-	      {"fork", check_fork},             {"misuse", check_misuse}};
+	      {"fork", check_fork},             {"intr", check_intr},             {"misuse", check_misuse}};
 
 static struct t_ep g_ep;
 

@@ -189,6 +189,45 @@ static void check_domain_options(void)
 	t_close(&t);
 }
 
+/* A send to an address with no endpoint fails at the target NIC (C_RC_PTLTE_NOT_FOUND: FI_EIO).  An inject
+ * takes no context and asks for no completion, but its failure is still reported, as an error completion
+ * whose op_context is NULL (upstream's cxip_report_send_completion reports every failed send; fabtests'
+ * fi_rdm_stress met this when its acknowledgement to a client that had exited failed).  A send with a
+ * context gets its context back. */
+static void check_failed_sends(void)
+{
+	struct t_ep t;
+	t_open(&t, FI_MSG | FI_TAGGED);
+	char peer[8];
+	memcpy(peer, t.name, sizeof(peer));
+	uint32_t first32;
+	memcpy(&first32, peer, 4);
+	first32 = (first32 & ~511u) | ((first32 & 511u) == 509 ? 508u : 509u); /* same NIC, a pid nobody has */
+	memcpy(peer, &first32, 4);
+	fi_addr_t dead = t_insert(&t, peer);
+	char buf[32] = { 0 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	T_OK(fi_inject(t.ep, buf, sizeof(buf), dead));
+	int r = t_cq_wait(t.cq, &e, NULL, &err, 10.0);
+	char sbuf[64];
+	const char *rc = r == 0 ? fi_cq_strerror(t.cq, err.prov_errno, err.err_data, sbuf, sizeof(sbuf)) : NULL;
+	T_CHECK(r == 0 && err.err == FI_EIO && err.op_context == NULL &&
+			(err.flags & (FI_SEND | FI_MSG)) == (FI_SEND | FI_MSG) && rc && !strcmp(rc, "C_RC_PTLTE_NOT_FOUND"),
+		"failed fi_inject: error completion FI_EIO, op_context NULL, FI_SEND|FI_MSG, C_RC_PTLTE_NOT_FOUND "
+		"(got r %d err %d context %p flags 0x%llx %s)", r, err.err, err.op_context,
+		(unsigned long long)err.flags, rc ? rc : "-");
+	T_OK(fi_tinject(t.ep, buf, sizeof(buf), dead, 7));
+	T_CHECK(t_cq_wait(t.cq, &e, NULL, &err, 10.0) == 0 && err.err == FI_EIO && err.op_context == NULL &&
+			(err.flags & (FI_SEND | FI_TAGGED)) == (FI_SEND | FI_TAGGED),
+		"failed fi_tinject: error completion FI_EIO, op_context NULL, FI_SEND|FI_TAGGED");
+	struct fi_context ctx;
+	T_OK(fi_send(t.ep, buf, sizeof(buf), NULL, dead, &ctx));
+	T_CHECK(t_cq_wait(t.cq, &e, NULL, &err, 10.0) == 0 && err.err == FI_EIO && err.op_context == &ctx,
+		"failed fi_send: error completion FI_EIO with its context");
+	t_close(&t);
+}
+
 int main(void)
 {
 	check_option_numbers();
@@ -196,5 +235,6 @@ int main(void)
 	check_ep_errors();
 	check_client_keys();
 	check_domain_options();
+	check_failed_sends();
 	return t_finish("prov_errors");
 }
