@@ -108,6 +108,35 @@ Test(arena, records_packed_zeroed_aligned_in_huge_page_chunks)
 	cr_assert_eq(arena_bytes(&a), 0);
 }
 
+/* Pools carving from one arena (pool_init_from) lay out records in the order they are taken, packed at the
+ * arena's alignment, whatever pool each comes from; a returned record is the next one its pool hands out;
+ * the arena's chunks are counted in arena_mapped_bytes until it is freed. */
+Test(arena, pools_sharing_an_arena_hand_out_adjacent_records)
+{
+	struct arena a = { .align = 8 };
+	struct pool x, y;
+	uint64_t before = arena_mapped_bytes();
+	pool_init_from(&x, 112, &a);
+	pool_init_from(&y, 72, &a);
+	char *x1 = pool_get(&x), *y1 = pool_get(&y), *y2 = pool_get(&y), *x2 = pool_get(&x);
+	cr_assert_eq(y1, x1 + 112);
+	cr_assert_eq(y2, y1 + 72);
+	cr_assert_eq(x2, y2 + 72);
+	cr_assert_eq(x.allocated, 2);
+	cr_assert_eq(y.allocated, 2);
+	cr_assert_eq(pool_bytes(&x), 2 * 112);
+	cr_assert_eq(arena_mapped_bytes(), before + (2u << 20));
+	pool_put(&y, y1);
+	cr_assert_eq(pool_get(&y), y1);
+	char *y3 = pool_get(&y);
+	cr_assert_eq(y3, x2 + 112, "a new record follows the last one carved");
+	pool_free_all(&x);
+	pool_free_all(&y);
+	arena_free(&a);
+	cr_assert_eq(arena_mapped_bytes(), before);
+	cr_assert_eq(a.align, 8, "the alignment survives arena_free");
+}
+
 Test(rng, same_seed_and_name_reproduce)
 {
 	struct rng a, b;
