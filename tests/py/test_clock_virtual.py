@@ -9,6 +9,7 @@ depend on how busy the host is.
   two cores.
 - NetPIPE (NPopenmpi) over Open MPI (cm PML, OFI MTL, cxi), cpu_scale 0: the model's 8-byte latency, the
   same small-message figures in two runs and under CPU hogs."""
+import itertools
 import re
 import statistics
 
@@ -311,11 +312,28 @@ def test_netpipe_cpu_scale_0_is_deterministic_and_ignores_host_load(tmp_path):
             assert abs(other[size][1] - a[size][1]) <= NETPIPE_TICK_S, (size, a[size], other[size])
 
 
+_TAIL_RUNS = itertools.count()
+
+
+def measured(case, attempts=3):
+    """Run CASE (a function that asserts) until it passes, at most ATTEMPTS times.  The span clip's tests
+    measure charges made from CPU time, and on a loaded host the spans' own cost moves (cold caches after
+    a hog ran): run at nice 15 under 2 CPU hogs, 2 of 3 runs of them failed one bound each (the default
+    median's long spans 87 ns below the short ones once; a 1 ms burn charged 6 us above its CPU once).  An
+    estimator that ignores its parameters fails every attempt."""
+    for i in range(attempts):
+        try:
+            return case()
+        except AssertionError:
+            if i == attempts - 1:
+                raise
+
+
 def tail_run(tmp_path, clip, mode="tail", skip=20, **clip_sets):
     """clock_work MODE (tail, tailq) at cpu_scale 1 with emulation.span_clip_ns CLIP (and the clip's other
     parameters CLIP_SETS): the short spans' virtual ns (the short ones, the ones 2 us longer; after the first
     SKIP) and the 1 ms burn's (virtual ns, CPU ns); the run's counters."""
-    out = tmp_path / f"{mode}{clip}{''.join(f'-{k}{v}' for k, v in sorted(clip_sets.items()))}"
+    out = tmp_path / f"{mode}{clip}{''.join(f'-{k}{v}' for k, v in sorted(clip_sets.items()))}-{next(_TAIL_RUNS)}"
     r = cxisim_exec([CLOCK_WORK, mode], sets={"cpu_scale": 1, "span_clip_ns": clip, **clip_sets}, out=out,
                     timeout=120)
     assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
@@ -337,16 +355,23 @@ def test_span_clip_forgives_a_short_spans_tail_not_a_long_burn(tmp_path):
     charged 1 ms - clip with the clip, 1 ms without.  The counters say how many spans were clipped and by
     how much in all."""
     clip = 20000
-    short, longer, (v, cpu), c = tail_run(tmp_path, clip)
-    assert longer - short < 500, (short, longer)
-    assert 0.5 * clip < cpu - v < 1.5 * clip, (v, cpu)
-    assert abs(v - cpu) < 0.05 * cpu, (v, cpu)  # still 1 ms within 5%
-    spans, clipped, credit = (c.get(k, 0) for k in ("spans", "spans_clipped", "span_clip_credit_ns"))
-    assert 200 <= spans and 20 <= clipped <= spans and clip <= credit <= clipped * clip, c
-    short, longer, (v, cpu), c = tail_run(tmp_path, 0)
-    assert longer - short > 1500, (short, longer)
-    assert abs(v - cpu) < 0.25 * clip, (v, cpu)
-    assert not any(c.get(k) for k in ("spans", "spans_clipped", "span_clip_credit_ns")), c
+
+    def clipped_case():
+        short, longer, (v, cpu), c = tail_run(tmp_path, clip)
+        assert longer - short < 500, (short, longer)
+        assert 0.5 * clip < cpu - v < 1.5 * clip, (v, cpu)
+        assert abs(v - cpu) < 0.05 * cpu, (v, cpu)  # still 1 ms within 5%
+        spans, clipped, credit = (c.get(k, 0) for k in ("spans", "spans_clipped", "span_clip_credit_ns"))
+        assert 200 <= spans and 20 <= clipped <= spans and clip <= credit <= clipped * clip, c
+
+    def unclipped_case():
+        short, longer, (v, cpu), c = tail_run(tmp_path, 0)
+        assert longer - short > 1500, (short, longer)
+        assert abs(v - cpu) < 0.25 * clip, (v, cpu)
+        assert not any(c.get(k) for k in ("spans", "spans_clipped", "span_clip_credit_ns")), c
+
+    measured(clipped_case)
+    measured(unclipped_case)
 
 
 def test_span_clip_quantile_charges_a_sites_low_quantile(tmp_path):
@@ -356,18 +381,25 @@ def test_span_clip_quantile_charges_a_sites_low_quantile(tmp_path):
     pair of sites, or the ending site alone); with the default 0.5 they are charged their CPU (the median
     forgives nothing of them).  Counters: most spans clipped, each by at most the clip."""
     clip = 20000
-    for site in ("pair", "end"):
+
+    def low_quantile_case(site):
         short, longer, (v, cpu), c = tail_run(tmp_path, clip, "tailq", 100, span_clip_quantile=0.1,
                                               span_clip_site=site)
         assert longer - short < 500, (site, short, longer)
         assert abs(v - cpu) < 0.05 * cpu, (v, cpu)
         spans, clipped, credit = (c.get(k, 0) for k in ("spans", "spans_clipped", "span_clip_credit_ns"))
         assert 200 <= spans and 100 <= clipped <= spans and 100 * 1000 <= credit <= clipped * clip, c
-    # The default median charges the long spans their CPU: 2 us above the short ones in a normal build
-    # (1.8-1.9 us measured), 1.2-1.75 us under the sanitizers (their short spans cost more; 1,350 ns failed
-    # a SANITIZE=1 make test at the 1,500 first written here).  The low quantile above leaves < 500.
-    short, longer, _, c = tail_run(tmp_path, clip, "tailq", 100)
-    assert longer - short > 1000, (short, longer)
+
+    def median_case():
+        # The default median charges the long spans their CPU: 2 us above the short ones in a normal build
+        # (1.8-1.9 us measured), 1.2-1.75 us under the sanitizers (their short spans cost more; 1,350 ns
+        # failed a SANITIZE=1 make test at the 1,500 first written here).  The low quantile leaves < 500.
+        short, longer, _, c = tail_run(tmp_path, clip, "tailq", 100)
+        assert longer - short > 1000, (short, longer)
+
+    for site in ("pair", "end"):
+        measured(lambda: low_quantile_case(site))
+    measured(median_case)
 
 
 def test_span_clip_after_park_clips_only_spans_that_follow_a_park(tmp_path):
@@ -375,10 +407,14 @@ def test_span_clip_after_park_clips_only_spans_that_follow_a_park(tmp_path):
     never parks between them) are charged their CPU even with a 20 us clip, the 1 ms burn too; the spans
     that did follow a park (its message exchanges) are counted, and only they are clipped."""
     clip = 20000
-    short, longer, (v, cpu), c = tail_run(tmp_path, clip, span_clip_after_park=1)
-    # 2 us of burn apart; under the sanitizers the short spans cost more (1,381 ns apart once in a
-    # SANITIZE=1 make test); clipped, they would be < 500 ns apart.
-    assert longer - short > 1000, (short, longer)
-    assert abs(v - cpu) < 0.25 * clip, (v, cpu)
-    spans, after, clipped = (c.get(k, 0) for k in ("spans", "spans_after_park", "spans_clipped"))
-    assert 200 <= spans and 1 <= after <= spans and clipped <= after, c
+
+    def case():
+        short, longer, (v, cpu), c = tail_run(tmp_path, clip, span_clip_after_park=1)
+        # 2 us of burn apart; under the sanitizers the short spans cost more (1,381 ns apart once in a
+        # SANITIZE=1 make test); clipped, they would be < 500 ns apart.
+        assert longer - short > 1000, (short, longer)
+        assert abs(v - cpu) < 0.25 * clip, (v, cpu)
+        spans, after, clipped = (c.get(k, 0) for k in ("spans", "spans_after_park", "spans_clipped"))
+        assert 200 <= spans and 1 <= after <= spans and clipped <= after, c
+
+    measured(case)
