@@ -319,6 +319,19 @@ static void check_pause(void)
 }
 
 /* setitimer periodic and timer_create + SIGEV_SIGNAL periodic: N signals in N periods. */
+/* A POSIX timer on clock c that delivers signo with value (SIGEV_SIGNAL). */
+static timer_t signal_timer(clockid_t c, int signo, int value)
+{
+	timer_t id;
+	struct sigevent sev;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = signo;
+	sev.sigev_value.sival_int = value;
+	CHECK(timer_create(c, &sev, &id) == 0, "timer_create");
+	return id;
+}
+
 static void check_periodic(void)
 {
 	handle(SIGALRM, SA_RESTART);
@@ -339,13 +352,7 @@ static void check_periodic(void)
 
 	handle(SIGUSR1, 0);
 	g_hits = 0;
-	timer_t id;
-	struct sigevent sev;
-	memset(&sev, 0, sizeof(sev));
-	sev.sigev_notify = SIGEV_SIGNAL;
-	sev.sigev_signo = SIGUSR1;
-	sev.sigev_value.sival_int = 4242;
-	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &id) == 0, "timer_create");
+	timer_t id = signal_timer(CLOCK_MONOTONIC, SIGUSR1, 4242);
 	struct itimerspec v = its(10 * MS, 10 * MS);
 	v0 = mono();
 	uint64_t w0 = wall();
@@ -382,13 +389,7 @@ static void check_sigwait(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	timer_t id;
-	struct sigevent sev;
-	memset(&sev, 0, sizeof(sev));
-	sev.sigev_notify = SIGEV_SIGNAL;
-	sev.sigev_signo = SIGUSR2;
-	sev.sigev_value.sival_int = 77;
-	CHECK(timer_create(CLOCK_REALTIME, &sev, &id) == 0, "timer_create");
+	timer_t id = signal_timer(CLOCK_REALTIME, SIGUSR2, 77);
 	struct itimerspec v = its(20 * MS, 0);
 	uint64_t v0 = mono();
 	CHECK(timer_settime(id, 0, &v, NULL) == 0, "timer_settime");
@@ -450,12 +451,7 @@ static void check_fork(void)
 	handle(SIGALRM, 0);
 	handle(SIGUSR1, 0);
 	g_hits = 0;
-	timer_t id;
-	struct sigevent sev;
-	memset(&sev, 0, sizeof(sev));
-	sev.sigev_notify = SIGEV_SIGNAL;
-	sev.sigev_signo = SIGUSR1;
-	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &id) == 0, "timer_create");
+	timer_t id = signal_timer(CLOCK_MONOTONIC, SIGUSR1, 0);
 	struct itimerspec v = its(300 * MS, 0);
 	CHECK(timer_settime(id, 0, &v, NULL) == 0, "timer_settime");
 	alarm(1);
