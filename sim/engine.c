@@ -45,6 +45,8 @@ struct sim {
 	struct sim_limits lim;
 	bool stop_requested;
 	bool progress;
+	bool ticking; /* progress || prec: the run loop looks at its event count every SIM_PROGRESS_EVERY */
+	volatile struct sim_progress_rec *prec;
 	struct stats *stats;
 	struct world_entry *world;
 	struct destroy_hook *hooks;
@@ -241,7 +243,30 @@ static inline void run_prefetch_hook(struct sim *s)
 }
 
 void sim_set_limits(struct sim *s, struct sim_limits lim) { s->lim = lim; }
-void sim_set_progress(struct sim *s, bool on) { s->progress = on && isatty(STDERR_FILENO); }
+void sim_set_progress(struct sim *s, bool on)
+{
+	s->progress = on && isatty(STDERR_FILENO);
+	s->ticking = s->progress || s->prec;
+}
+
+static void progress_store(struct sim *s, uint64_t phase)
+{
+	if (!s->prec)
+		return;
+	s->prec->events = s->processed;
+	s->prec->now_ps = s->now;
+	s->prec->phase = phase;
+}
+
+void sim_set_progress_record(struct sim *s, volatile struct sim_progress_rec *rec)
+{
+	s->prec = rec;
+	s->ticking = s->progress || rec;
+	if (rec) {
+		rec->magic = SIM_PROGRESS_MAGIC;
+		progress_store(s, SIM_PHASE_SETUP);
+	}
+}
 void sim_stop(struct sim *s) { s->stop_requested = true; }
 
 static double wall_now(void)
@@ -351,14 +376,21 @@ static enum sim_stop_reason run_loop(struct sim *s, simtime_t until)
 		s->processed++;
 		if (s->stop_requested)
 			return SIM_STOP_REQUESTED;
-		if (s->progress && (s->processed & 0xffff) == 0)
-			progress_line(s, false);
+		_Static_assert((SIM_PROGRESS_EVERY & (SIM_PROGRESS_EVERY - 1)) == 0 && SIM_PROGRESS_EVERY <= 0x10000,
+			       "a power of two that divides the progress line's 65,536");
+		if (s->ticking && (s->processed & (SIM_PROGRESS_EVERY - 1)) == 0) {
+			progress_store(s, SIM_PHASE_RUN);
+			if (s->progress && (s->processed & 0xffff) == 0)
+				progress_line(s, false);
+		}
 	}
 }
 
 enum sim_stop_reason sim_run(struct sim *s)
 {
+	progress_store(s, SIM_PHASE_RUN);
 	enum sim_stop_reason r = run_loop(s, s->lim.time_limit);
+	progress_store(s, SIM_PHASE_DONE);
 	if (s->progress)
 		progress_line(s, true);
 	return r;
