@@ -499,6 +499,20 @@ uint64_t cxip_vt_charge(struct cxip_dev *dev)
 	return t ? charge(dev, t) : 0;
 }
 
+/* Host work whose cost the model prices rather than measures (the driver call that maps memory for the NIC,
+ * provider/iomm.c): the calling thread's clock advances by ps, published like a charge.  Called inside a
+ * provider call, after its entry charge (the thread is busy). */
+void cxip_vt_spend(struct cxip_dev *dev, uint64_t ps)
+{
+	struct pcb_thread *t = self(dev);
+	if (!t || !ps || atomic_load(&t->state) != PCB_THREAD_BUSY)
+		return;
+	uint64_t clock = atomic_load(&t->vclock_ps) + ps;
+	atomic_store(&t->vclock_ps, clock);
+	atomic_fetch_add(&t->pub_seq, 1);
+	ring_daemon(dev, false, clock);
+}
+
 void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt)
 {
 	struct pcb_thread *t = self(dev);
