@@ -791,6 +791,18 @@ int ep_ctrl(struct client *c, const struct ctl_ep_ctrl_req *req, void *rep, size
 
 /* ---- memory regions ---- */
 
+/* What the process's provider charges, in virtual time, to map a buffer for the NIC (provider/iomm.c): the
+ * same "cxi" parameters the simulated processes' registrations are priced with (sw_env.c). */
+void mr_host_costs(struct daemon *d, struct pcb_shm *pcb)
+{
+	struct sw_map_costs k;
+	sw_map_costs(d->sim, &k);
+	pcb->map_call_ps = k.kernel_call_ps;
+	pcb->map_page_ps = k.map_page_ps;
+	pcb->unmap_page_ps = k.unmap_page_ps;
+	pcb->map_cache_hit_ps = k.cache_lookup_ps;
+}
+
 static void mr_reg_done(void *ctx, struct sw_mr *m, int ret)
 {
 	struct dmr *mr = ctx;

@@ -103,6 +103,13 @@ void sw_env_from_cfg(struct sw_env *e, const struct cfg *c);
 void sw_env_correct(struct sw_env *e);
 /* The scenario-wide defaults: sw_env_defaults() overridden by the "cxi" section, if any. */
 void sw_env_scenario(struct sim *sim, struct sw_env *e);
+/* The provider's host-side costs of memory mapping, in ps, from the same "cxi" parameters the simulated
+ * processes use (kernel_call_ns, map_page_ns, unmap_page_ns, mr_cache_lookup_ns): the daemon hands them to
+ * every process it attaches, whose provider charges them in virtual time (provider/iomm.c). */
+struct sw_map_costs {
+	uint64_t kernel_call_ps, map_page_ps, unmap_page_ps, cache_lookup_ps;
+};
+void sw_map_costs(struct sim *sim, struct sw_map_costs *out);
 
 /* A peer: NIC address, pid and the VNI to use (cxisim's resolved fi_addr). */
 struct sw_addr {
