@@ -183,6 +183,27 @@ def test_cpu_burn_is_free_with_cpu_scale_0():
     assert all(r[0] == 0 for r in rows), rows
 
 
+@pytest.mark.parametrize("cpu_scale", [1, 0])
+def test_account_says_what_cpu_time_became(cpu_scale):
+    """CXISIM_VT_ACCOUNT=1: a thread that ends reports its CPU time and the virtual time it was charged
+    (provider/vtime.c).  clock_work burn's pinger burns 20 x 1 ms between messages: at cpu_scale 1 it was
+    charged at least those 20 ms (the burns are measured on its CPU clock, so preemption adds nothing) and
+    never more than its CPU time; at cpu_scale 0 nothing.  (The echo child ends with _exit: no report.)"""
+    r = cxisim_exec([CLOCK_WORK, "burn"], sets={"cpu_scale": cpu_scale}, env={"CXISIM_VT_ACCOUNT": "1"},
+                    timeout=120)
+    assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+    acc = [dict(kv.split("=") for kv in ln.split()[1:]) for ln in r.stderr.splitlines()
+           if ln.startswith("cxisim-vt-account ")]
+    assert len(acc) == 1, r.stderr
+    cpu, charged, vclock = (int(acc[0][k]) for k in ("cpu_ns", "charged_ns", "vclock_ns"))
+    if cpu_scale:
+        assert 20_000_000 * 0.95 <= charged <= cpu and vclock >= charged, acc
+    else:
+        assert charged == 0 and cpu >= 20_000_000, acc
+    quiet = cxisim_exec([CLOCK_WORK, "burn"], sets={"cpu_scale": cpu_scale}, timeout=120)
+    assert "cxisim-vt-account" not in quiet.stderr
+
+
 def test_sleep_is_virtual_time_exactly():
     """cpu_scale 0: a 10 ms nanosleep is exactly 10 ms of virtual time, and takes far less wall time (nothing
     else is pending): a real sleep takes 10 ms or more every time.  The wall time is the daemon's and the
