@@ -430,6 +430,8 @@ void cxip_iomm_fini(struct cxip_domain *dom);
 int cxip_iomm_map(struct cxip_domain *dom, const void *buf, size_t len, struct cxip_iomm_entry **out);
 void cxip_iomm_unmap(struct cxip_domain *dom, struct cxip_iomm_entry *e);
 void cxip_iomm_get_stats(struct cxip_domain *dom, struct cxip_iomm_stats *st);
+void cxip_iomm_data_path(struct cxip_domain *dom, const struct cxs_cmd *cmd);
+bool cxip_iomm_cached(const struct cxip_iomm_entry *e); /* a mapping held in the MR cache (NULL: none) */
 
 /* Endpoint statistics kept in shared memory by the daemon's software layer are copied on request. */
 struct cxip_ep {
