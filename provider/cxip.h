@@ -422,7 +422,7 @@ struct cxip_mr {
 struct cxip_iomm;
 struct cxip_iomm_entry;
 struct cxip_iomm_stats {
-	uint64_t maps, unmaps, hits, evictions, invalidated, cached;
+	uint64_t maps, unmaps, hits, evictions, invalidated, unwatched, cached;
 	bool enabled;
 };
 int cxip_iomm_init(struct cxip_domain *dom);

@@ -356,8 +356,9 @@ void cxip_iomm_fini(struct cxip_domain *dom)
 		return;
 	if (getenv("CXISIM_IOMM_STATS"))
 		fprintf(stderr, "cxisim iomm: pid %d maps %" PRIu64 " unmaps %" PRIu64 " hits %" PRIu64 " evictions %" PRIu64
-			" invalidated %" PRIu64 " cached %" PRIu64 "%s\n", (int)getpid(), c->st.maps, c->st.unmaps,
-			c->st.hits, c->st.evictions, c->st.invalidated, c->cnt, c->enabled ? "" : " (no cache)");
+			" invalidated %" PRIu64 " unwatched %" PRIu64 " cached %" PRIu64 "%s\n", (int)getpid(), c->st.maps,
+			c->st.unmaps, c->st.hits, c->st.evictions, c->st.invalidated, c->st.unwatched, c->cnt,
+			c->enabled ? "" : " (no cache)");
 	/* The domain goes: unused cached mappings are freed (upstream's ofi_mr_cache_cleanup, at fi_close of
 	 * the domain, unmaps them; not charged: a domain close is not timed).  Mappings still held by open MRs
 	 * are the application's leak; their entries go with the cache. */
@@ -443,8 +444,12 @@ int cxip_iomm_map(struct cxip_domain *dom, const void *buf, size_t len, struct c
 	x->use = 1;
 	cost += (c->enabled ? c->lookup_ps : 0) + c->call_ps + pages(x) * c->map_page_ps;
 	c->st.maps++;
-	/* Cached unless the cache is full of mappings in use, or the monitor cannot watch the range. */
-	if (c->enabled && !cache_full(c) && mon_watch(s, e)) {
+	/* Cached unless the cache is full of mappings in use.  A range userfaultfd cannot watch (a private file
+	 * mapping: a program's .data/.bss) is cached all the same, as upstream's default monitor, memhooks, never
+	 * refuses one; its unmaps then go unnoticed (counted: unwatched). */
+	if (c->enabled && !cache_full(c)) {
+		if (!mon_watch(s, e))
+			c->st.unwatched++;
 		if (c->ntab == c->cap) {
 			size_t cap = c->cap ? c->cap * 2 : 64;
 			struct cxip_iomm_entry **t = realloc(c->tab, cap * sizeof(*t));

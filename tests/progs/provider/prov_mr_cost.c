@@ -157,6 +157,13 @@ int main(int argc, char **argv)
 	expect(dereg(m1), L, "size: B released");
 	T_OK(fi_close(&d->fid));
 
+	/* A value libfabric cannot read leaves the default (fi_param_get): the cache is on. */
+	d = open_domain("many", "lots", NULL);
+	expect(reg(d, A, 4 * PAGE, &m1), MISS4, "unreadable FI_MR_CACHE_MAX_COUNT/SIZE: defaults, A miss");
+	expect(reg(d, A, 4 * PAGE, &m2), L, "unreadable values: A again hits");
+	expect(dereg(m2) + dereg(m1), 2 * L, "unreadable values: releases");
+	T_OK(fi_close(&d->fid));
+
 	/* FI_MR_CACHE_MONITOR=disabled, and FI_MR_CACHE_MAX_COUNT=0: no cache, every registration maps and
 	 * every close unmaps. */
 	const char *off[2][2] = { { NULL, "disabled" }, { "0", NULL } };
