@@ -241,6 +241,7 @@ uint64_t cxip_vt_enter_at(struct cxip_dev *dev, const void *site);
  * the provider's entry point): with the previous span's end it keys the span clip (emulation.span_clip_ns). */
 #define cxip_vt_enter(dev) cxip_vt_enter_at((dev), __builtin_return_address(0))
 _Atomic uint32_t *cxip_vt_emitting(struct cxip_dev *dev); /* the slot's `emitting` flag, NULL: no slot */
+long cxip_raw_syscall4(long nr, long a, long b, long c, long d); /* no libc wrapper, no interposer: -errno */
 void cxip_vt_spend(struct cxip_dev *dev, uint64_t ps); /* priced host work: the busy thread's clock += ps */
 void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt); /* a completion of virtual time vt was read */
 /* A command's stamp: the clock, kept in order with the queue's last stamp. */
