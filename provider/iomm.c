@@ -21,10 +21,12 @@
  * The monitor is a userfaultfd (upstream's "userfaultfd" monitor, here for every monitor name): each cached
  * range is registered in write-protect mode without protecting any page, so no fault ever reaches it, but
  * the kernel reports the range's unmaps and removals (UFFD_EVENT_UNMAP, _REMOVE, _REMAP) and holds the
- * unmapping thread until the event is read.  A provider thread reads them into a queue under a lock; a
- * search first reads whatever the kernel still has under the same lock, so an unmap that returned before
- * the search is always seen.  Without userfaultfd the cache is off, as upstream when its monitor fails. */
+ * unmapping thread until the event is read.  A provider thread reads them and queues them in one critical
+ * section; a search takes the same lock before it looks at the queue, so an unmap that returned before the
+ * search (its event was read) is always seen, without a system call on the data path.  Without userfaultfd the cache is off, as upstream when its monitor fails. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -78,7 +80,7 @@ static void mon_drain(void)
 {
 	struct uffd_msg m[16];
 	for (;;) {
-		ssize_t n = read(mon.fd, m, sizeof(m));
+		long n = cxip_raw_syscall4(SYS_read, mon.fd, (long)m, (long)sizeof(m), 0);
 		if (n <= 0)
 			return;
 		for (size_t i = 0; i < (size_t)n / sizeof(m[0]); i++) {
@@ -108,7 +110,9 @@ static void *mon_thread(void *arg)
 	cxip_vt_internal_thread(); /* real clocks: its poll is not a virtual wait */
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+		/* Raw system calls: the clock interposer wraps poll and read, and nothing of it concerns this fd. */
+		long r = cxip_raw_syscall4(SYS_ppoll, (long)&p, 1, 0, 0);
+		if (r < 0 && r != -EINTR)
 			return NULL;
 		pthread_mutex_lock(&mon.lock);
 		if (mon.fd != fd) { /* forked away (cannot happen in this process) or stopped */
@@ -266,9 +270,9 @@ static uint64_t uncache_range(struct cxip_iomm *c, uint64_t s, uint64_t e)
 static uint64_t apply_monitor(struct cxip_iomm *c)
 {
 	uint64_t cost = 0;
+	/* No read here: an unmap that returned before this search had its event read by the monitor thread,
+	 * which reads and queues under mon.lock -- so taking the lock waits for the queueing to end. */
 	pthread_mutex_lock(&mon.lock);
-	if (mon.fd >= 0 && mon.pid == getpid())
-		mon_drain();
 	uint64_t seq = mon.seq;
 	bool lost = seq - c->seen > MON_QUEUE;
 	uint64_t from = lost ? seq : c->seen;
@@ -352,6 +356,11 @@ void cxip_iomm_fini(struct cxip_domain *dom)
 	struct cxip_iomm *c = dom->iomm;
 	if (!c)
 		return;
+	if (getenv("CXISIM_IOMM_STATS"))
+		fprintf(stderr, "cxisim iomm: pid %d maps %" PRIu64 " unmaps %" PRIu64 " hits %" PRIu64 " evictions %" PRIu64
+			" invalidated %" PRIu64 " unwatched %" PRIu64 " cached %" PRIu64 "%s\n", (int)getpid(), c->st.maps,
+			c->st.unmaps, c->st.hits, c->st.evictions, c->st.invalidated, c->st.unwatched, c->cnt,
+			c->enabled ? "" : " (no cache)");
 	/* The domain goes: unused cached mappings are freed (upstream's ofi_mr_cache_cleanup, at fi_close of
 	 * the domain, unmaps them; not charged: a domain close is not timed).  Mappings still held by open MRs
 	 * are the application's leak; their entries go with the cache. */
@@ -437,8 +446,12 @@ int cxip_iomm_map(struct cxip_domain *dom, const void *buf, size_t len, struct c
 	x->use = 1;
 	cost += (c->enabled ? c->lookup_ps : 0) + c->call_ps + pages(x) * c->map_page_ps;
 	c->st.maps++;
-	/* Cached unless the cache is full of mappings in use, or the monitor cannot watch the range. */
-	if (c->enabled && !cache_full(c) && mon_watch(s, e)) {
+	/* Cached unless the cache is full of mappings in use.  A range userfaultfd cannot watch (a private file
+	 * mapping: a program's .data/.bss) is cached all the same, as upstream's default monitor, memhooks, never
+	 * refuses one; its unmaps then go unnoticed (counted: unwatched). */
+	if (c->enabled && !cache_full(c)) {
+		if (!mon_watch(s, e))
+			c->st.unwatched++;
 		if (c->ntab == c->cap) {
 			size_t cap = c->cap ? c->cap * 2 : 64;
 			struct cxip_iomm_entry **t = realloc(c->tab, cap * sizeof(*t));
@@ -484,6 +497,38 @@ void cxip_iomm_unmap(struct cxip_domain *dom, struct cxip_iomm_entry *x)
 	}
 	pthread_mutex_unlock(&c->lock);
 	cxip_vt_spend(c->dev, cost);
+}
+
+/* The data path maps, through the same cache, every buffer the NIC reads or writes by DMA: a receive's
+ * buffer, a send's or an RMA's local buffer beyond the IDC limit (inject and IDC payloads travel in the
+ * command), a fetching atomic's result buffer (upstream cxip_ep_obj_map from cxip_recv_req_alloc,
+ * cxip_send_buf_init, cxip_rma_emit_dma, cxip_amo_emit_dma).  Descriptors do not spare it: upstream uses
+ * them only with hybrid MR descriptors (off by default, and accepted here without effect).  The mapping is
+ * released when the operation completes; both are charged at the post, to the posting thread. */
+void cxip_iomm_data_path(struct cxip_domain *dom, const struct cxs_cmd *cmd)
+{
+	if (!cmd->len || !cmd->addr || (cmd->flags & CXS_F_INJECT))
+		return;
+	switch (cmd->op) {
+	case CXS_CMD_RECV:
+		if (cmd->flags & (CXS_F_PEEK | CXS_F_DISCARD))
+			return; /* no data lands */
+		break;
+	case CXS_CMD_SEND:
+	case CXS_CMD_WRITE:
+	case CXS_CMD_READ:
+	case CXS_CMD_ATOMIC: /* addr: the result buffer of a fetching atomic, else 0 */
+		break;
+	default: return;
+	}
+	struct cxip_iomm_entry *e;
+	if (cxip_iomm_map(dom, (const void *)(uintptr_t)cmd->addr, cmd->len, &e) == 0)
+		cxip_iomm_unmap(dom, e);
+}
+
+bool cxip_iomm_cached(const struct cxip_iomm_entry *e)
+{
+	return e && e->cached;
 }
 
 void cxip_iomm_get_stats(struct cxip_domain *dom, struct cxip_iomm_stats *st)

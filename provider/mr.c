@@ -44,6 +44,10 @@ static uint32_t mr_flags(const struct cxip_mr *mr)
 	} else if (mr->dom->optimized_mrs && mr->key < CXIP_OPT_MR_KEY_MAX) {
 		f |= MRF_OPTIMIZED;
 	}
+	/* Upstream uses the provider key cache only for a region whose host mapping is cached (cxip_mr_enable:
+	 * md->cached); a zero-length one has none.  Known in virtual mode, where the mapping is modelled. */
+	if (mr->dom->dev->virt && !cxip_iomm_cached(mr->md))
+		f |= MRF_UNCACHED_MAP;
 	if (mr->dom->mr_match_events)
 		f |= MRF_MATCH_EVENTS;
 	if (mr->flags & FI_RMA_EVENT)

@@ -30,8 +30,9 @@
 #include "cxip.h"
 #include "cxisim_clock.h"
 
-/* Raw system calls: libc's wrappers of clock_gettime and syscall() may be interposed. */
-static long raw_syscall4(long nr, long a, long b, long c, long d)
+/* Raw system calls: libc's wrappers of clock_gettime and syscall() may be interposed (also iomm.c's reads
+ * of its userfaultfd, which no wrapper should see). */
+long cxip_raw_syscall4(long nr, long a, long b, long c, long d)
 {
 #if defined(__x86_64__)
 	long ret;
@@ -47,7 +48,7 @@ static long raw_syscall4(long nr, long a, long b, long c, long d)
 static uint64_t thread_cpu_ns(void)
 {
 	struct timespec ts;
-	if (raw_syscall4(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, (long)&ts, 0, 0))
+	if (cxip_raw_syscall4(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, (long)&ts, 0, 0))
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -106,12 +107,12 @@ static uint64_t span_read_cost(uint64_t cpu)
 static long futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t timeout_ns)
 {
 	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
-	return raw_syscall4(SYS_futex, (long)w, FUTEX_WAIT, (long)val, (long)&ts);
+	return cxip_raw_syscall4(SYS_futex, (long)w, FUTEX_WAIT, (long)val, (long)&ts);
 }
 
 static void futex_wake(_Atomic uint32_t *w)
 {
-	raw_syscall4(SYS_futex, (long)w, FUTEX_WAKE, INT_MAX, 0);
+	cxip_raw_syscall4(SYS_futex, (long)w, FUTEX_WAKE, INT_MAX, 0);
 }
 
 /* ---- this thread's slot ---- */

@@ -843,6 +843,8 @@ int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, boo
 		access |= FI_REMOTE_WRITE;
 	if ((req->flags & MRF_PROV_KEY) && !(req->flags & MRF_DOMAIN_KEY))
 		flags |= SW_MR_PROV_KEY;
+	if (req->flags & MRF_UNCACHED_MAP)
+		flags |= SW_MR_NO_KEY_CACHE;
 	/* A counter bound to the MR counts its remote accesses: the MR reports them (upstream counts them with
 	 * a CT on the MR's LE). */
 	if ((req->flags & MRF_RMA_EVENT) || ct)

@@ -331,6 +331,8 @@ enum mr_reg_flags {
 	MRF_DOMAIN_KEY = 1u << 7,   /* a domain-scoped MR: the provider chose `key` (a client-style key) */
 	MRF_CT_REMOTE_WRITE = 1u << 8, /* the bound counter counts remote writes (fi_mr_bind FI_REMOTE_WRITE) */
 	MRF_CT_REMOTE_READ = 1u << 9,  /* ... and/or remote reads (FI_REMOTE_READ) */
+	MRF_UNCACHED_MAP = 1u << 10,   /* its host mapping is not in the MR cache (virtual mode, provider/iomm.c):
+					* upstream keeps it out of the provider key cache (cxip_mr_enable) */
 };
 
 struct ctl_mr_reg_req {

@@ -268,6 +268,9 @@ typedef void (*sw_mr_done_fn)(void *ctx, struct sw_mr *mr, int ret);
  * the endpoint's own key settings.  Replay of a captured run: simulated clients expose their regions under
  * the keys the real client's requests carry.  -FI_EKEYREJECTED: not a key this provider can give. */
 #define SW_MR_EXACT_KEY (1ULL << 61)
+/* sw_mr_reg flags: the region's host mapping is not in libfabric's MR cache (no monitor, a full cache):
+ * upstream then never uses the provider key cache for it (cxip_mr_enable needs md->cached). */
+#define SW_MR_NO_KEY_CACHE (1ULL << 62)
 int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uint64_t requested_key,
 	      uint64_t flags, sw_mr_done_fn done, void *ctx, struct sw_mr **out);
 int sw_mr_close(struct sw_mr *mr, sw_mr_done_fn done, void *ctx);

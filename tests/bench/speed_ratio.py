@@ -7,9 +7,12 @@ a few seconds, and after each slice reads the running engine's CPU time (/proc/P
 and its event count (the record the engine keeps in --progress-file).  Only slices inside the run loop count
 (not the scenario's set-up, not the writing of outputs).  Each slice of the large run is paired with the small
 run's slices just before and after it, so both see the same machine (neighbours, clock, the host's other
-guests): the pair's ratio is (large events / CPU-s) / (small events / CPU-s).  Printed: the median pair ratio
-with its distribution-free 95% interval (order statistics of the pairs), the ratio of the totals, and the
-spread of the small run's own slices (how much the machine moved while we measured).  Hardware counters
+guests): the pair's ratio is (large events / CPU-s) / (small events / CPU-s).  Printed: the whole run's
+ratio with the drift taken out slice by slice (the large run's events over the small run's events its CPU
+time would have run at the rate measured beside it) with a 95% bootstrap interval -- the verdict figure,
+since a large run's speed changes as it goes (clients joining, start transients); the median pair ratio with
+its distribution-free 95% interval (order statistics); the plain ratio of totals; and the spread of the small
+run's own slices (how much the machine moved while we measured).  Hardware counters
 would settle it more directly; this VM exposes none (perf: instructions and cycles "not supported").
 
 When the small run ends first, a fresh one is started (its set-up again outside the slices).  The large run
@@ -17,7 +20,10 @@ runs to its end and writes its outputs as usual (its metrics.json is the same as
 stops: the engine's results do not depend on wall time).
 
     tests/bench/speed_ratio.py SCENARIO --large k=v,... --small k=v,... [--common k=v,...] [--slice S]
-        [--engine BIN] [--out DIR]
+        [--engine BIN] [--small-engine BIN] [--out DIR]
+
+With --small-engine the small run uses another engine build: the same scenario on both sides (--large ''
+--small '') is then an A/B of two builds, the ratio being the large side's build's speed over the other's.
 
 prints one summary line (and the slices with -v); `make bench-scale` uses ratio().
 """
@@ -39,7 +45,7 @@ from cxisim.run import engine_path  # noqa: E402
 
 MAGIC = 0x31474F5250584343  # SIM_PROGRESS_MAGIC (sim/engine.h)
 PHASE_SETUP, PHASE_RUN, PHASE_DONE = 0, 1, 2
-SLICE_S = 2.0
+SLICE_S = 1.0
 EMPTY = (0, 0)
 
 
@@ -168,9 +174,23 @@ def median_interval(xs):
     return med, xs[k - 1], xs[n - k], True
 
 
-def ratio(template, large, small, slice_s=SLICE_S, engine=None, out=None, log=None):
+def whole_run_ratio(weighted, resamples=2000):
+    """The whole run's ratio with the machine's drift taken out slice by slice: the large run's events over
+    the small run's events its CPU time would have run at the rate measured beside it, sum(e_i) /
+    sum(c_i * s_i); and a 95% bootstrap interval over the slices (fixed seed: the same slices give the same
+    interval).  Unlike the median pair ratio it weighs every phase of the large run by its CPU time, so it
+    is the figure for runs whose speed changes as they go (clients still joining, a start transient)."""
+    import random
+    est = lambda w: sum(e for e, _ in w) / sum(c for _, c in w)  # noqa: E731
+    rng = random.Random(1)
+    boots = sorted(est([w for w in rng.choices(weighted, k=len(weighted))]) for _ in range(resamples))
+    return est(weighted), boots[int(0.025 * resamples)], boots[int(0.975 * resamples) - 1]
+
+
+def ratio(template, large, small, slice_s=SLICE_S, engine=None, out=None, log=None, small_engine=None):
     """Interleave a large and a small run of one scenario template; returns a dict (see summary())."""
     engine = engine or engine_path()
+    small_engine = small_engine or engine
     tmp = tempfile.mkdtemp(prefix="speed-ratio-", dir=out)
     # The large run's directory is a run directory like `cxisim run`'s (scenario.json beside its outputs).
     os.makedirs(os.path.join(tmp, "large"))
@@ -179,10 +199,10 @@ def ratio(template, large, small, slice_s=SLICE_S, engine=None, out=None, log=No
     write_config(template, small, cfg_s)
     big = Engine(engine, cfg_l, os.path.join(tmp, "large"), "large")
     smalls = []
-    pairs, lslices, sslices = [], [], []
+    pairs, lslices, sslices, weighted = [], [], [], []
 
     def new_small():
-        e = Engine(engine, cfg_s, os.path.join(tmp, f"small{len(smalls)}"), "small")
+        e = Engine(small_engine, cfg_s, os.path.join(tmp, f"small{len(smalls)}"), "small")
         smalls.append(e)
         if not e.to_run_loop():
             raise RuntimeError("small run ended before its run loop")
@@ -216,6 +236,7 @@ def ratio(template, large, small, slice_s=SLICE_S, engine=None, out=None, log=No
             rate_l = b[0] / b[1]
             rate_s = (before[0] + after[0]) / (before[1] + after[1])
             pairs.append(rate_l / rate_s)
+            weighted.append((b[0], b[1] * rate_s))
             if log:
                 log(f"  slice {len(pairs):3d}: large {rate_l * 1e3:.3f} M ev/CPU-s ({b[1] / 1e9:.2f} CPU-s), "
                     f"small {rate_s * 1e3:.3f} M, ratio {rate_l / rate_s:.3f}")
@@ -232,7 +253,9 @@ def ratio(template, large, small, slice_s=SLICE_S, engine=None, out=None, log=No
     srates = sorted(e / c * 1e9 for e, c in sslices)
     with open(os.path.join(big.outdir, "run.json"), encoding="utf-8") as f:
         runinfo = json.load(f)
+    run_ratio, run_lo, run_hi = whole_run_ratio(weighted)
     return {"pairs": len(pairs), "median": med, "lo": lo, "hi": hi, "interval95": ok,
+            "run_ratio": run_ratio, "run_lo": run_lo, "run_hi": run_hi,
             "total_ratio": tot(lslices) / tot(sslices), "large_evcpu": tot(lslices), "small_evcpu": tot(sslices),
             "small_min": srates[0], "small_max": srates[-1], "slice_s": slice_s, "small_runs": len(smalls),
             "large_dir": big.outdir, "large_run": runinfo, "large_cpu_total_s": big.cpu_total_s, "tmp": tmp}
@@ -240,7 +263,8 @@ def ratio(template, large, small, slice_s=SLICE_S, engine=None, out=None, log=No
 
 def summary(r):
     iv = "95% interval" if r["interval95"] else "range (too few pairs for a 95% interval)"
-    return (f"median of {r['pairs']} interleaved pairs {r['median']:.3f} ({iv} {r['lo']:.3f}-{r['hi']:.3f}), "
+    return (f"whole run {r['run_ratio']:.3f} (95% bootstrap interval {r['run_lo']:.3f}-{r['run_hi']:.3f}), "
+            f"median of {r['pairs']} interleaved pairs {r['median']:.3f} ({iv} {r['lo']:.3f}-{r['hi']:.3f}), "
             f"ratio of totals {r['total_ratio']:.3f}: large {r['large_evcpu'] / 1e6:.2f} M ev/CPU-s, small "
             f"{r['small_evcpu'] / 1e6:.2f} M (its slices {r['small_min'] / 1e6:.2f}-{r['small_max'] / 1e6:.2f} M); "
             f"{r['slice_s']:g}-s slices, one engine stopped while the other runs")
@@ -254,11 +278,12 @@ def parse_sets(text):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("scenario")
-    ap.add_argument("--large", required=True)
-    ap.add_argument("--small", required=True)
+    ap.add_argument("--large", required=True, help="k=v,... of the large run ('' for --common alone)")
+    ap.add_argument("--small", required=True, help="k=v,... of the small run")
     ap.add_argument("--common", default="")
     ap.add_argument("--slice", type=float, default=SLICE_S)
     ap.add_argument("--engine")
+    ap.add_argument("--small-engine")
     ap.add_argument("--out")
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
@@ -266,7 +291,7 @@ def main():
     common = parse_sets(a.common)
     log = (lambda s: print(s, flush=True)) if a.v else None
     r = ratio(path, {**common, **parse_sets(a.large)}, {**common, **parse_sets(a.small)}, a.slice, a.engine,
-              a.out, log)
+              a.out, log, a.small_engine)
     print(summary(r))
     print(f"large run: {r['large_dir']} (run loop {r['large_run']['cpu_time_s']:.1f} CPU-s, "
           f"{r['large_run']['events_per_cpu_s'] / 1e6:.2f} M ev/CPU-s over the whole loop; the engine's whole CPU "

@@ -236,14 +236,22 @@ def fi_pingpong(iters=2000, sets=None):
 # zero-load time, 350 ns + (8 + 64) B x 8 / 200 Gb/s = 352.88 ns; the target's match (40 ns + 2 ns for the
 # one LE walked) and the event's PCIe write (250 + 20 ns): 806.88 ns.
 PREDICTED_8B_US = (100 + 40 + 2 + 350 + (8 + 64) * 8 / 200 + 40 + 2 + 250 + 20) / 1000
+# fi_pingpong reposts its receive between the arrival and its reply, and the provider maps a receive buffer
+# through the MR cache (docs/provider.md "Memory registration costs"; upstream ignores descriptors without
+# hybrid MR descriptors): a find that hits and the release of the mapping, mr_cache_lookup_ns (70 ns) each,
+# on the critical path.  NetPIPE over Open MPI posts its next receive while its own message is in flight.
+MR_CACHE_LOOKUP_NS = 70
+PREDICTED_FI_PINGPONG_8B_US = PREDICTED_8B_US + 2 * MR_CACHE_LOOKUP_NS / 1000
 
 
 def test_fi_pingpong_prints_the_model_and_ignores_host_load():
     """cpu_scale 0 (application CPU time free): fi_pingpong prints the model's latency, with two CPU hogs on
     the two cores as idle, within the issue's 2% (fi_pingpong prints two decimals: 0.81 us, one step of
-    its print is 1.2%; measured 0.81 in 12 of 12 runs idle, with 2 and with 3 hogs)."""
+    its print is 1.2%; measured 0.81 in 12 of 12 runs idle, with 2 and with 3 hogs; 0.94 since the receive
+    buffer's mapping is charged, PREDICTED_FI_PINGPONG_8B_US)."""
     idle = fi_pingpong(sets={"cpu_scale": 0})
-    assert abs(idle - PREDICTED_8B_US) <= 0.02 * PREDICTED_8B_US, (idle, PREDICTED_8B_US)
+    assert abs(idle - PREDICTED_FI_PINGPONG_8B_US) <= 0.02 * PREDICTED_FI_PINGPONG_8B_US, (idle,
+                                                                                        PREDICTED_FI_PINGPONG_8B_US)
     with cpu_hogs(2):
         loaded = fi_pingpong(sets={"cpu_scale": 0})
     assert abs(loaded - idle) <= 0.02 * idle, (idle, loaded)

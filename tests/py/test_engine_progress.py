@@ -48,6 +48,7 @@ def test_interleaved_ratio_runs_both_and_keeps_the_large_runs_outputs(run_scenar
     small = {"clients": 104, "nodes": 1, "strategy": "multi_recv", "warmup_us": 100, "measure_us": 1000}
     r = speed_ratio.ratio(os.path.join(speed_ratio.REPO, fig4), large, small, slice_s=0.05, out=str(tmp_path))
     assert r["pairs"] >= 1 and r["median"] > 0 and r["lo"] <= r["median"] <= r["hi"]
+    assert r["run_ratio"] > 0 and 0 < r["run_lo"] <= r["run_hi"]
     assert r["large_cpu_total_s"] > 0
     _, plain = run_scenario(fig4, large)
     with open(os.path.join(r["large_dir"], "metrics.json"), encoding="utf-8") as f:

@@ -10,13 +10,15 @@ import pytest
 
 from provider_helpers import cxisim_exec, prog
 
-COSTS = {"kernel_call_ns": 1000, "map_page_ns": 300, "unmap_page_ns": 50, "mr_cache_lookup_ns": 70}
+COSTS = {"kernel_call_ns": 1000, "map_page_ns": 300, "unmap_page_ns": 50, "mr_cache_lookup_ns": 70,
+         "mr_bookkeeping_ns": 30, "mr_le_append_ns": 800}
 MR_CACHE_EVICT = os.environ.get("CXISIM_FI_MR_CACHE_EVICT", "/work/ext/fabtests-inst/bin/fi_mr_cache_evict")
 
 
 def run_costs(costs, extra_sets=None):
     sets = {"cpu_scale": 0, **{f"cxi.{k}": v for k, v in costs.items()}, **(extra_sets or {})}
-    args = [str(costs[k]) for k in ("kernel_call_ns", "map_page_ns", "unmap_page_ns", "mr_cache_lookup_ns")]
+    args = [str(costs[k]) for k in ("kernel_call_ns", "map_page_ns", "unmap_page_ns", "mr_cache_lookup_ns",
+                                    "mr_bookkeeping_ns", "mr_le_append_ns")]
     r = cxisim_exec([prog("prov_mr_cost"), *args], sets=sets, timeout=120)
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "PASSED prov_mr_cost" in out and "FAIL" not in out, out
@@ -24,16 +26,18 @@ def run_costs(costs, extra_sets=None):
 
 
 def test_registration_costs_the_modelled_virtual_time():
-    """cpu_scale 0: each fi_mr_regattr / fi_close(mr) moves the caller's clock by exactly the model's cost."""
+    """cpu_scale 0: each fi_mr_regattr / fi_close(mr), each data-path post and fi_mr_enable moves the caller's
+    clock by exactly the model's cost."""
     out = run_costs(COSTS)
-    assert out.count("ok   ") == 50, out
+    assert out.count("ok   ") == 61, out
     assert "first registration of 4 pages: lookups + driver call + 4 pages: 2340 ns" in out, out
 
 
 def test_registration_costs_follow_the_parameters():
     """Other values of the same parameters (the defaults' kernel call, a dearer page): the program's model,
     computed from its arguments, still matches to the nanosecond, so the provider reads the scenario's."""
-    out = run_costs({"kernel_call_ns": 2500, "map_page_ns": 1000, "unmap_page_ns": 0, "mr_cache_lookup_ns": 10})
+    out = run_costs({"kernel_call_ns": 2500, "map_page_ns": 1000, "unmap_page_ns": 0, "mr_cache_lookup_ns": 10,
+                     "mr_bookkeeping_ns": 50, "mr_le_append_ns": 600})
     assert "first registration of 4 pages: lookups + driver call + 4 pages: 6520 ns" in out, out
 
 

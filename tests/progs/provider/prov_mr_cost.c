@@ -2,15 +2,16 @@
  * buffer for the NIC through the MR cache model, fi_close(mr) releases it, and the calling thread's clock
  * moves by exactly the modelled cost (run at cpu_scale 0, so nothing else moves it).
  *
- * Usage: prov_mr_cost KERNEL_NS MAP_PAGE_NS UNMAP_PAGE_NS LOOKUP_NS -- the "cxi" parameters the daemon was
- * given (kernel_call_ns, map_page_ns, unmap_page_ns, mr_cache_lookup_ns).  Each case opens its own domain,
+ * Usage: prov_mr_cost KERNEL_NS MAP_PAGE_NS UNMAP_PAGE_NS LOOKUP_NS BOOKKEEPING_NS LE_APPEND_NS -- the "cxi"
+ * parameters the daemon was given (kernel_call_ns, map_page_ns, unmap_page_ns, mr_cache_lookup_ns,
+ * mr_bookkeeping_ns, mr_le_append_ns).  Each case opens its own domain,
  * with FI_MR_CACHE_* set first (the provider reads them when a domain opens, as upstream's cxip_iomm_init).
  * Without arguments (realtime mode) only the calls' results are checked: nothing is modelled there. */
 #include <sys/mman.h>
 
 #include "common.h"
 
-static uint64_t K, MP, UP, L; /* ns */
+static uint64_t K, MP, UP, L, BK, LE; /* ns */
 static struct fi_info *info;
 static struct fid_fabric *fab;
 static bool timed;
@@ -74,12 +75,14 @@ static char *buffers(unsigned n, unsigned pages)
 
 int main(int argc, char **argv)
 {
-	timed = argc == 5;
+	timed = argc == 7;
 	if (timed) {
 		K = strtoull(argv[1], NULL, 0);
 		MP = strtoull(argv[2], NULL, 0);
 		UP = strtoull(argv[3], NULL, 0);
 		L = strtoull(argv[4], NULL, 0);
+		BK = strtoull(argv[5], NULL, 0);
+		LE = strtoull(argv[6], NULL, 0);
 	}
 	const uint64_t MISS4 = 2 * L + K + 4 * MP; /* a 4-page buffer not in the cache: find, search, map */
 	const uint64_t UNMAP4 = K + 4 * UP;
@@ -154,6 +157,13 @@ int main(int argc, char **argv)
 	expect(dereg(m1), L, "size: B released");
 	T_OK(fi_close(&d->fid));
 
+	/* A value libfabric cannot read leaves the default (fi_param_get): the cache is on. */
+	d = open_domain("many", "lots", NULL);
+	expect(reg(d, A, 4 * PAGE, &m1), MISS4, "unreadable FI_MR_CACHE_MAX_COUNT/SIZE: defaults, A miss");
+	expect(reg(d, A, 4 * PAGE, &m2), L, "unreadable values: A again hits");
+	expect(dereg(m2) + dereg(m1), 2 * L, "unreadable values: releases");
+	T_OK(fi_close(&d->fid));
+
 	/* FI_MR_CACHE_MONITOR=disabled, and FI_MR_CACHE_MAX_COUNT=0: no cache, every registration maps and
 	 * every close unmaps. */
 	const char *off[2][2] = { { NULL, "disabled" }, { "0", NULL } };
@@ -169,6 +179,68 @@ int main(int argc, char **argv)
 		expect(dereg(m2) + dereg(m1), 2 * UNMAP4, msg);
 		T_OK(fi_close(&d->fid));
 	}
+
+	/* The data path maps every DMA buffer through the same cache (descriptors do not spare it, as upstream
+	 * without hybrid MR descriptors), and the release is charged with the post: a receive of a new buffer
+	 * misses, the same buffer again hits; a send beyond the IDC limit maps, one within it (and an inject)
+	 * travels in the command.  Sent to itself, every message completes. */
+	unsetenv("FI_MR_CACHE_MAX_COUNT");
+	unsetenv("FI_MR_CACHE_MAX_SIZE");
+	unsetenv("FI_MR_CACHE_MONITOR");
+	struct t_ep t;
+	t_open(&t, FI_MSG | FI_TAGGED | FI_RMA);
+	fi_addr_t self = t_insert(&t, t.name);
+	char *R = buffers(2, 4), *S = R + 4 * PAGE;
+	struct fi_cq_tagged_entry ce;
+	uint64_t t1 = t_mono_ns();
+	T_OK(fi_recv(t.ep, R, 4 * PAGE, NULL, FI_ADDR_UNSPEC, NULL));
+	expect(t_mono_ns() - t1, MISS4 + L, "fi_recv of a new 4-page buffer: a miss, and the release");
+	t1 = t_mono_ns();
+	T_OK(fi_send(t.ep, S, 4 * PAGE, NULL, self, NULL));
+	expect(t_mono_ns() - t1, MISS4 + L, "fi_send of 4 pages (beyond the IDC limit): a miss, and the release");
+	t_cq_expect(t.cq, &ce, "send completion");
+	t_cq_expect(t.cq, &ce, "receive completion");
+	t1 = t_mono_ns();
+	T_OK(fi_recv(t.ep, R, 4 * PAGE, NULL, FI_ADDR_UNSPEC, NULL));
+	expect(t_mono_ns() - t1, 2 * L, "fi_recv of the same buffer: a hit, and the release");
+	t1 = t_mono_ns();
+	T_OK(fi_send(t.ep, S, 100, NULL, self, NULL));
+	expect(t_mono_ns() - t1, 0, "fi_send of 100 bytes: an IDC command, nothing mapped");
+	t_cq_expect(t.cq, &ce, "send completion");
+	t_cq_expect(t.cq, &ce, "receive completion");
+	t1 = t_mono_ns();
+	T_OK(fi_recv(t.ep, R, 0, NULL, FI_ADDR_UNSPEC, NULL));
+	T_OK(fi_inject(t.ep, S, 0, self));
+	expect(t_mono_ns() - t1, 0, "a zero-length receive and a zero-length inject: nothing mapped");
+	t_cq_expect(t.cq, &ce, "receive completion");
+	/* fi_mr_enable (FI_MR_ENDPOINT, provider keys): the provider key cache serves a region whose mapping is
+	 * cached -- its first MR appends the shared LE -- ... */
+	struct fid_mr *e1, *e2;
+	T_OK(fi_mr_reg(t.dom, A, 4 * PAGE, FI_REMOTE_WRITE, 0, 0, 0, &e1, NULL));
+	T_OK(fi_mr_reg(t.dom, B, 4 * PAGE, FI_REMOTE_WRITE, 0, 0, 0, &e2, NULL));
+	T_OK(fi_mr_bind(e1, &t.ep->fid, 0));
+	T_OK(fi_mr_bind(e2, &t.ep->fid, 0));
+	t1 = t_mono_ns();
+	T_OK(fi_mr_enable(e1));
+	expect(t_mono_ns() - t1, BK + L + LE, "enable, mapping cached: provider key cache (and its shared LE)");
+	t1 = t_mono_ns();
+	T_OK(fi_mr_enable(e2));
+	expect(t_mono_ns() - t1, BK + L, "enable, mapping cached: provider key cache (a lookup)");
+	T_OK(fi_close(&e2->fid));
+	T_OK(fi_close(&e1->fid));
+	t_close(&t);
+	/* ... and never one whose mapping is not cached (upstream cxip_mr_enable: md->cached): without a monitor
+	 * the first provider key (id 0) is an optimized MR, a driver call and its own PtlTE. */
+	setenv("FI_MR_CACHE_MONITOR", "disabled", 1);
+	t_open(&t, FI_MSG | FI_RMA);
+	T_OK(fi_mr_reg(t.dom, A, 4 * PAGE, FI_REMOTE_WRITE, 0, 0, 0, &e1, NULL));
+	T_OK(fi_mr_bind(e1, &t.ep->fid, 0));
+	t1 = t_mono_ns();
+	T_OK(fi_mr_enable(e1));
+	expect(t_mono_ns() - t1, BK + K + LE, "enable, mapping not cached: no provider key cache (optimized MR)");
+	T_OK(fi_close(&e1->fid));
+	t_close(&t);
+	unsetenv("FI_MR_CACHE_MONITOR");
 
 	/* Misuse: the right -FI_E* codes, no time charged for a refused call. */
 	d = open_domain(NULL, NULL, NULL);
