@@ -242,6 +242,8 @@ uint64_t cxip_vt_enter_at(struct cxip_dev *dev, const void *site);
  * the provider's entry point): with the previous span's end it keys the span clip (emulation.span_clip_ns). */
 #define cxip_vt_enter(dev) cxip_vt_enter_at((dev), __builtin_return_address(0))
 _Atomic uint32_t *cxip_vt_emitting(struct cxip_dev *dev); /* the slot's `emitting` flag, NULL: no slot */
+long cxip_raw_syscall4(long nr, long a, long b, long c, long d); /* no libc wrapper, no interposer: -errno */
+void cxip_vt_spend(struct cxip_dev *dev, uint64_t ps); /* priced host work: the busy thread's clock += ps */
 void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt); /* a completion of virtual time vt was read */
 /* A command's stamp: the clock, kept in order with the queue's last stamp. */
 uint64_t cxip_vt_stamp(struct cxip_dev *dev, uint64_t *last_stamp);
@@ -310,6 +312,7 @@ struct cxip_domain {
 	struct cxip_mr *all_mrs;   /* every open MR (client key uniqueness) */
 	uint32_t next_prov_key_id;
 	struct fi_info *info;
+	struct cxip_iomm *iomm;    /* host mappings through the MR cache model (iomm.c) */
 };
 
 struct cxip_av_entry {
@@ -411,9 +414,26 @@ struct cxip_mr {
 	bool prov_key;
 	bool enabled;
 	uint32_t id;             /* daemon object */
+	struct cxip_iomm_entry *md; /* its host mapping (iomm.c), NULL when none is modelled */
 	struct cxip_mr *next;    /* domain list of unbound MRs */
 	struct cxip_mr *all_next; /* domain list of every MR */
 };
+
+/* iomm.c: host mappings for the NIC (upstream cxip_map/cxip_unmap through libfabric's MR cache), priced in
+ * virtual time; nothing is modelled in realtime mode. */
+struct cxip_iomm;
+struct cxip_iomm_entry;
+struct cxip_iomm_stats {
+	uint64_t maps, unmaps, hits, evictions, invalidated, unwatched, cached;
+	bool enabled;
+};
+int cxip_iomm_init(struct cxip_domain *dom);
+void cxip_iomm_fini(struct cxip_domain *dom);
+int cxip_iomm_map(struct cxip_domain *dom, const void *buf, size_t len, struct cxip_iomm_entry **out);
+void cxip_iomm_unmap(struct cxip_domain *dom, struct cxip_iomm_entry *e);
+void cxip_iomm_get_stats(struct cxip_domain *dom, struct cxip_iomm_stats *st);
+void cxip_iomm_data_path(struct cxip_domain *dom, const struct cxs_cmd *cmd);
+bool cxip_iomm_cached(const struct cxip_iomm_entry *e); /* a mapping held in the MR cache (NULL: none) */
 
 /* Endpoint statistics kept in shared memory by the daemon's software layer are copied on request. */
 struct cxip_ep {

@@ -214,6 +214,7 @@ static int dom_close(struct fid *fid)
 	if (atomic_load(&dom->ref))
 		return -FI_EBUSY;
 	atomic_fetch_sub(&dom->fab->ref, 1);
+	cxip_iomm_fini(dom);
 	fi_freeinfo(dom->info);
 	pthread_mutex_destroy(&dom->lock);
 	free(dom);
@@ -364,6 +365,12 @@ int cxip_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	}
 	dom->match_mode = cxip_env.msg_offload ? cxip_env.rx_match_mode : CXIP_MATCH_SOFTWARE;
 	dom->req_buf_size = cxip_env.req_buf_size;
+	int ret = cxip_iomm_init(dom);
+	if (ret) {
+		fi_freeinfo(dom->info);
+		free(dom);
+		return ret;
+	}
 	pthread_mutex_init(&dom->lock, NULL);
 	dom->dom_fid.fid.fclass = FI_CLASS_DOMAIN;
 	dom->dom_fid.fid.context = context;

@@ -19,9 +19,12 @@ ssize_t cxip_ep_emit(struct cxip_ep *ep, struct cxs_cmd *cmd, const void *inline
 	struct cxip_dev *dev = ep->dom->dev;
 	if (cxip_dev_dead(dev))
 		return -FI_EIO;
-	/* Virtual mode: the application's span ends here (cxip_vt_stamp below reads no clock again). */
-	if (dev->virt)
+	/* Virtual mode: the application's span ends here (cxip_vt_stamp below reads no clock again); then the
+	 * host mapping of the command's buffer, which upstream makes before it emits the command. */
+	if (dev->virt) {
 		cxip_vt_enter(dev);
+		cxip_iomm_data_path(ep->dom, cmd);
+	}
 	int tslot = cxip_dev_thread_slot(dev);
 	cmd->tslot = (uint16_t)(tslot >= 0 ? tslot : CXISIM_MAX_THREADS - 1);
 	cmd->vt = 0; /* realtime mode: the daemon stamps commands */

@@ -44,6 +44,10 @@ static uint32_t mr_flags(const struct cxip_mr *mr)
 	} else if (mr->dom->optimized_mrs && mr->key < CXIP_OPT_MR_KEY_MAX) {
 		f |= MRF_OPTIMIZED;
 	}
+	/* Upstream uses the provider key cache only for a region whose host mapping is cached (cxip_mr_enable:
+	 * md->cached); a zero-length one has none.  Known in virtual mode, where the mapping is modelled. */
+	if (mr->dom->dev->virt && !cxip_iomm_cached(mr->md))
+		f |= MRF_UNCACHED_MAP;
 	if (mr->dom->mr_match_events)
 		f |= MRF_MATCH_EVENTS;
 	if (mr->flags & FI_RMA_EVENT)
@@ -178,8 +182,16 @@ static int mr_close(struct fid *fid)
 	pthread_mutex_unlock(&dom->lock);
 	/* The daemon waits for pending accesses when match events are on, and keeps a cached MR's memory
 	 * exposed: both are NIC-side behaviour. */
+	struct cxip_dev *dev = dom->dev;
+	bool timed = dev->virt && mr->md;
+	if (timed)
+		cxip_vt_enter(dev);
 	for (size_t i = 0; i < p->nb; i++)
-		cxip_dev_close_obj(dom->dev, p->b[i].id);
+		cxip_dev_close_obj(dev, p->b[i].id);
+	/* Then the host mapping goes (upstream cxip_mr_close: disable, then cxip_unmap). */
+	cxip_iomm_unmap(dom, mr->md);
+	if (timed)
+		cxip_vt_rebase(dev);
 	unlink_from_ep(mr);
 	if (mr->cntr)
 		atomic_fetch_sub(&mr->cntr->ref, 1);
@@ -251,6 +263,18 @@ static int mr_create(struct cxip_domain *dom, const void *buf, size_t len, uint6
 		}
 		mr->key = requested_key;
 	}
+	/* Upstream maps the region for the NIC here (cxip_regattr -> cxip_map, through the MR cache), before any
+	 * endpoint: its cost is the registration's, whatever the domain's MR mode. */
+	if (len && dom->dev->virt) {
+		cxip_vt_enter(dom->dev);
+		int ret = cxip_iomm_map(dom, buf, len, &mr->md);
+		cxip_vt_rebase(dom->dev);
+		if (ret) {
+			pthread_mutex_unlock(&dom->lock);
+			free(p);
+			return ret;
+		}
+	}
 	mr->mr_fid.fid.fclass = FI_CLASS_MR;
 	mr->mr_fid.fid.context = context;
 	mr->mr_fid.fid.ops = &mr_fid_ops;
@@ -268,6 +292,7 @@ static int mr_create(struct cxip_domain *dom, const void *buf, size_t len, uint6
 				pthread_mutex_unlock(&dom->lock);
 				for (size_t i = 0; i < p->nb; i++)
 					cxip_dev_close_obj(dom->dev, p->b[i].id);
+				cxip_iomm_unmap(dom, mr->md);
 				free(p);
 				return ret;
 			}
@@ -292,8 +317,10 @@ int cxip_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, u
 int cxip_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
 		 uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
 {
-	if (count != 1 || !iov)
-		return -FI_EINVAL; /* mr_iov_limit is 1 */
+	if (!count || !iov)
+		return -FI_EINVAL;
+	if (count != 1)
+		return -FI_ENOSYS; /* mr_iov_limit is 1 (upstream cxip_regattr: -FI_ENOSYS) */
 	return cxip_mr_reg(fid, iov[0].iov_base, iov[0].iov_len, access, offset, requested_key, flags, mr, context);
 }
 

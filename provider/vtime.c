@@ -16,9 +16,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,8 +30,9 @@
 #include "cxip.h"
 #include "cxisim_clock.h"
 
-/* Raw system calls: libc's wrappers of clock_gettime and syscall() may be interposed. */
-static long raw_syscall4(long nr, long a, long b, long c, long d)
+/* Raw system calls: libc's wrappers of clock_gettime and syscall() may be interposed (also iomm.c's reads
+ * of its userfaultfd, which no wrapper should see). */
+long cxip_raw_syscall4(long nr, long a, long b, long c, long d)
 {
 #if defined(__x86_64__)
 	long ret;
@@ -43,7 +48,7 @@ static long raw_syscall4(long nr, long a, long b, long c, long d)
 static uint64_t thread_cpu_ns(void)
 {
 	struct timespec ts;
-	if (raw_syscall4(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, (long)&ts, 0, 0))
+	if (cxip_raw_syscall4(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, (long)&ts, 0, 0))
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -102,12 +107,12 @@ static uint64_t span_read_cost(uint64_t cpu)
 static long futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t timeout_ns)
 {
 	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
-	return raw_syscall4(SYS_futex, (long)w, FUTEX_WAIT, (long)val, (long)&ts);
+	return cxip_raw_syscall4(SYS_futex, (long)w, FUTEX_WAIT, (long)val, (long)&ts);
 }
 
 static void futex_wake(_Atomic uint32_t *w)
 {
-	raw_syscall4(SYS_futex, (long)w, FUTEX_WAKE, INT_MAX, 0);
+	cxip_raw_syscall4(SYS_futex, (long)w, FUTEX_WAKE, INT_MAX, 0);
 }
 
 /* ---- this thread's slot ---- */
@@ -219,9 +224,65 @@ static bool resume(struct cxip_dev *dev, struct pcb_thread *t)
 static __thread bool exc_held;   /* exc_ps is held back (decided by the call now running) */
 static __thread uint64_t exc_ps;
 
+/* ---- accounting (CXISIM_VT_ACCOUNT=1): what each thread's CPU time became ----
+ * For a measurement by hand (which side of a client/server pair the virtual time goes to): when the thread
+ * ends (or the process exits, for the thread that calls exit) it prints to stderr
+ *   cxisim-vt-account pid=P tid=T cpu_ns=C charged_ns=X dropped_ns=D vclock_ns=V
+ * C: the thread's CPU time since it took its slot; X: virtual time its CPU time was charged (after
+ * cpu_scale, the read-cost deduction and the span clip; excursions applied); D: excursions' charges
+ * dropped (the poll loop itself); V: its virtual clock when it last charged.  The daemon's stall rule
+ * (extrapolation) and waits move the clock too: V - X is not all idle time. */
+static int acct_on = -1;
+static __thread struct {
+	bool on;
+	uint64_t cpu0, charged_ps, dropped_ps, vclock_ps;
+} vt_acct;
+static pthread_key_t acct_key;
+static pthread_once_t acct_once = PTHREAD_ONCE_INIT;
+
+static void acct_report(void)
+{
+	if (!vt_acct.on)
+		return;
+	vt_acct.on = false;
+	fprintf(stderr,
+		"cxisim-vt-account pid=%d tid=%d cpu_ns=%" PRIu64 " charged_ns=%" PRIu64 " dropped_ns=%" PRIu64
+		" vclock_ns=%" PRIu64 "\n",
+		(int)getpid(), (int)syscall(SYS_gettid), thread_cpu_ns() - vt_acct.cpu0, vt_acct.charged_ps / 1000u,
+		vt_acct.dropped_ps / 1000u, vt_acct.vclock_ps / 1000u);
+}
+
+static void acct_thread_end(void *p)
+{
+	(void)p;
+	acct_report();
+}
+
+static void acct_init(void)
+{
+	pthread_key_create(&acct_key, acct_thread_end);
+	atexit(acct_report); /* the thread that calls exit (its key destructor does not run) */
+}
+
+/* A thread took its slot: its accounting starts (once per thread). */
+static void acct_start(void)
+{
+	if (acct_on < 0) {
+		const char *e = getenv("CXISIM_VT_ACCOUNT");
+		acct_on = e && *e == '1';
+	}
+	if (!acct_on || vt_acct.on)
+		return;
+	pthread_once(&acct_once, acct_init);
+	vt_acct.on = true;
+	vt_acct.cpu0 = thread_cpu_ns();
+	pthread_setspecific(acct_key, &vt_acct);
+}
+
 /* The held excursion was the poll loop itself (the same poll again): it is not charged. */
 static void exc_drop(void)
 {
+	vt_acct.dropped_ps += exc_ps;
 	exc_ps = 0;
 	exc_held = false;
 }
@@ -232,6 +293,7 @@ static void exc_apply(struct pcb_thread *t)
 		return;
 	if (exc_ps)
 		atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + exc_ps);
+	vt_acct.charged_ps += exc_ps;
 	exc_ps = 0;
 	exc_held = false;
 	atomic_store(&t->excursion, 0);
@@ -342,10 +404,12 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 			if (dev->span_clip_ns)
 				x = span_clipped(dev, x, cold);
 			uint64_t ps = (uint64_t)((double)x * 1e3 * dev->cpu_scale);
-			if (hold)
+			if (hold) {
 				exc_ps += ps;
-			else
+			} else {
 				atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + ps);
+				vt_acct.charged_ps += ps;
+			}
 		}
 		my_cpu_base = cpu;
 	}
@@ -369,6 +433,7 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 		advance_to(t, atomic_load(&dev->pcb->horizon_ps));
 	}
 	uint64_t clock = atomic_load(&t->vclock_ps);
+	vt_acct.vclock_ps = clock;
 	ring_daemon(dev, false, clock);
 	/* The provider's own work (and this clock read) is not the application's.  The daemon's stall rule
 	 * extrapolates the clock from the published base: it must be this one, or a stalled thread's
@@ -413,6 +478,7 @@ void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot)
 	if (dev->cpu_scale > 0)
 		read_cost_floor();
 	my_cpu_base = cpu_sample(dev);
+	acct_start();
 	struct pcb_thread *t = &dev->pcb->threads[slot];
 	atomic_store(&t->excursion, 0);
 	uint32_t hwm = atomic_load(&dev->pcb->slots_hwm);
@@ -432,6 +498,20 @@ uint64_t cxip_vt_charge(struct cxip_dev *dev)
 	struct pcb_thread *t = self(dev);
 	span_site_now = (uintptr_t)__builtin_return_address(0);
 	return t ? charge(dev, t) : 0;
+}
+
+/* Host work whose cost the model prices rather than measures (the driver call that maps memory for the NIC,
+ * provider/iomm.c): the calling thread's clock advances by ps, published like a charge.  Called inside a
+ * provider call, after its entry charge (the thread is busy). */
+void cxip_vt_spend(struct cxip_dev *dev, uint64_t ps)
+{
+	struct pcb_thread *t = self(dev);
+	if (!t || !ps || atomic_load(&t->state) != PCB_THREAD_BUSY)
+		return;
+	uint64_t clock = atomic_load(&t->vclock_ps) + ps;
+	atomic_store(&t->vclock_ps, clock);
+	atomic_fetch_add(&t->pub_seq, 1);
+	ring_daemon(dev, false, clock);
 }
 
 void cxip_vt_observe(struct cxip_dev *dev, uint64_t vt)

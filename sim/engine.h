@@ -89,6 +89,21 @@ void sim_prefetch_hook_stage(struct sim *sim, sim_fn fn, unsigned stage, sim_pre
 void sim_set_limits(struct sim *sim, struct sim_limits lim);
 /* Progress line on stderr (virtual time, events/s, ETA), only drawn when stderr is a terminal. */
 void sim_set_progress(struct sim *sim, bool on);
+/* Progress record for a program watching the run from outside (tests/bench/speed_ratio.py): the run loop
+ * stores its event count and virtual time into *rec every SIM_PROGRESS_EVERY events, and phase is
+ * SIM_PHASE_SETUP until sim_run starts, SIM_PHASE_RUN while it runs, SIM_PHASE_DONE after.  rec is
+ * normally a shared mapping of a file (cxisim-engine --progress-file); NULL stops the stores.  Results do
+ * not depend on it. */
+#define SIM_PROGRESS_MAGIC 0x31474f5250584343ull /* "CCXPROG1" little-endian */
+#define SIM_PROGRESS_EVERY 1024u
+enum { SIM_PHASE_SETUP = 0, SIM_PHASE_RUN = 1, SIM_PHASE_DONE = 2 };
+struct sim_progress_rec {
+	uint64_t magic;
+	uint64_t events;
+	uint64_t now_ps;
+	uint64_t phase;
+};
+void sim_set_progress_record(struct sim *sim, volatile struct sim_progress_rec *rec);
 /* Ask the run loop to return after the current handler. */
 void sim_stop(struct sim *sim);
 

@@ -211,6 +211,15 @@ static inline const struct evq_entry *evq_ahead(const struct evq *q, uint32_t k)
 	return q->run_head + k < q->run_tail ? &q->run[q->run_head + k] : NULL;
 }
 
+/* The run from the entry the next pop takes (when it comes from the run): *avail entries at the returned
+ * address, entry k being evq_ahead(k).  Lets a caller that looks at several entries read the run's bounds
+ * once. */
+static inline const struct evq_entry *evq_run_ahead(const struct evq *q, uint32_t *avail)
+{
+	*avail = q->run_tail - q->run_head;
+	return q->run + q->run_head;
+}
+
 /* Smallest key without removing it; false when empty. */
 static inline bool evq_peek(struct evq *q, struct evq_entry *out)
 {

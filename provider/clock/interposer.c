@@ -393,11 +393,10 @@ CLK_EXPORT clock_t times(struct tms *b)
 	return (clock_t)(ns / (1000000000u / (uint64_t)hz));
 }
 
-/* Sleeps reached through syscall(2) (waits.c). */
-long clk_syscall_sleep(const struct cxisim_clock_ops *o, long nr, long a, long b, long c, long d, int *handled);
-
-/* syscall(SYS_clock_gettime, ...) and friends bypass the clock_gettime symbol: serve them here, forward
- * everything else unchanged. */
+/* syscall(SYS_clock_gettime, ...) and the other system calls that read time, sleep, wait or arm a timer
+ * bypass the interposed symbols: serve them here and in the files that own those calls (waits.c,
+ * timers.c, signals.c), with the system call's own conventions (-1 and errno; the time left written back
+ * where the kernel writes it); forward everything else unchanged. */
 CLK_EXPORT long syscall(long nr, ...)
 {
 	va_list ap;
@@ -437,18 +436,19 @@ CLK_EXPORT long syscall(long nr, ...)
 				return (long)(ns / 1000000000u);
 			}
 			break;
-		case SYS_nanosleep:
-		case SYS_clock_nanosleep: {
-			int handled = 0;
-			long r = clk_syscall_sleep(o, nr, a[0], a[1], a[2], a[3], &handled);
-			if (handled)
-				return r;
-			break;
-		}
 		default:
 			break;
 		}
 	}
+	/* timers.c first: it records timerfds and POSIX timers created, and forgets closed fds, attached or not. */
+	int handled = 0;
+	long r = clk_timers_syscall(o, nr, a, &handled);
+	if (!handled && o)
+		r = clk_waits_syscall(o, nr, a, &handled);
+	if (!handled && o)
+		r = clk_signals_syscall(o, nr, a, &handled);
+	if (handled)
+		return r;
 	return clk_real_syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 

@@ -96,6 +96,14 @@ void clk_timers_forget_in_child(void);
  * the timers due.  Returns the tick's CLK_TICK_* flags, or -1 when the thread is not in virtual time. */
 int clk_wait_step(const struct cxisim_clock_ops *o, uint64_t deadline_ps, const sigset_t *mask, uint64_t *now_ps);
 
+/* The calls of each file reached through syscall(2) (interposer.c's syscall): a[0..5] the system call's
+ * arguments; *handled = 1 when served (the return value and errno are the system call's), else 0 and the
+ * caller forwards it.  o: the active ops (clk_timers_syscall also runs with NULL: creations and closes are
+ * recorded attached or not). */
+long clk_waits_syscall(const struct cxisim_clock_ops *o, long nr, const long *a, int *handled);
+long clk_timers_syscall(const struct cxisim_clock_ops *o, long nr, const long *a, int *handled);
+long clk_signals_syscall(const struct cxisim_clock_ops *o, long nr, const long *a, int *handled);
+
 /* ps <-> ns / timespec helpers (saturating). */
 static inline uint64_t clk_ts_to_ns(const struct timespec *ts)
 {

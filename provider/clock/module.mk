@@ -6,7 +6,8 @@ CLOCK_OBJS := $(CLOCK_SRCS:%.c=$(BUILD)/obj/pic/%.o)
 CLOCK_LIB := $(BUILD)/provider/libcxisim-clock.so
 
 CLOCK_OWNER_LIB := $(BUILD)/tests/clock/libclock_owner.so
-CLOCK_PROGS := $(BUILD)/tests/clock/clock_check $(BUILD)/tests/clock/clock_work $(BUILD)/tests/clock/clock_timers
+CLOCK_PROGS := $(BUILD)/tests/clock/clock_check $(BUILD)/tests/clock/clock_work $(BUILD)/tests/clock/clock_timers \
+	$(BUILD)/tests/clock/clock_syscalls
 
 # libc declares some arguments nonnull; the wrappers still check them, since callers break that promise.  So
 # the declarations lose that attribute here: with it, the compiler deleted the checks (gettimeofday(NULL, tz),
@@ -37,7 +38,10 @@ $(BUILD)/tests/clock/clock_work: tests/progs/clock/clock_work.c tests/progs/prov
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Iprovider -o $@ $< $(LDFLAGS) -lfabric -lpthread
 
-$(BUILD)/tests/clock/clock_timers: tests/progs/clock/clock_timers.c tests/progs/clock/clock_owner.h tests/progs/provider/common.h $(CLOCK_OWNER_LIB) $(PROV_LIB)
+# The three-mode test programs (clock_test.h).
+$(BUILD)/tests/clock/clock_timers $(BUILD)/tests/clock/clock_syscalls: $(BUILD)/tests/clock/%: tests/progs/clock/%.c \
+		tests/progs/clock/clock_test.h tests/progs/clock/clock_owner.h tests/progs/provider/common.h \
+		$(CLOCK_OWNER_LIB) $(PROV_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Iprovider -o $@ $< $(LDFLAGS) -L$(@D) -lclock_owner -Wl,-rpath,'$$ORIGIN' -lfabric -lpthread
 

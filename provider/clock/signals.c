@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 
 #define RA __builtin_return_address(0)
 #define NEVER UINT64_MAX
@@ -81,32 +82,45 @@ static int sig_wait(const struct cxisim_clock_ops *o, int64_t rel_ns, const sigs
 	return r;
 }
 
-CLK_EXPORT int pause(void)
+static int pause_o(const struct cxisim_clock_ops *o)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
 	if (o && sig_wait(o, -1, NULL, NULL, NULL, NULL) != -2)
 		return -1;
 	return get_real_pause()();
 }
 
-CLK_EXPORT int sigsuspend(const sigset_t *mask)
+CLK_EXPORT int pause(void)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
+	return pause_o(clk_active(RA));
+}
+
+static int sigsuspend_o(const struct cxisim_clock_ops *o, const sigset_t *mask)
+{
 	if (o && mask && sig_wait(o, -1, NULL, NULL, mask, mask) != -2)
 		return -1;
 	return get_real_sigsuspend()(mask);
 }
 
-CLK_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict info,
-			    const struct timespec *restrict tmo)
+CLK_EXPORT int sigsuspend(const sigset_t *mask)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
+	return sigsuspend_o(clk_active(RA), mask);
+}
+
+static int sigtimedwait_o(const struct cxisim_clock_ops *o, const sigset_t *set, siginfo_t *info,
+			  const struct timespec *tmo)
+{
 	if (o && set && (!tmo || (clk_valid_ts(tmo) && (tmo->tv_sec || tmo->tv_nsec)))) {
 		int r = sig_wait(o, tmo ? (int64_t)clk_ts_to_ns(tmo) : -1, set, info, NULL, NULL);
 		if (r != -2)
 			return r;
 	}
 	return get_real_sigtimedwait()(set, info, tmo);
+}
+
+CLK_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict info,
+			    const struct timespec *restrict tmo)
+{
+	return sigtimedwait_o(clk_active(RA), set, info, tmo);
 }
 
 CLK_EXPORT int sigwaitinfo(const sigset_t *restrict set, siginfo_t *restrict info)
@@ -136,4 +150,27 @@ CLK_EXPORT int sigwait(const sigset_t *restrict set, int *restrict sig)
 			return errno;
 	}
 	return get_real_sigwait()(set, sig);
+}
+
+/* pause, rt_sigsuspend and rt_sigtimedwait (sigwaitinfo is the latter without a timeout) through
+ * syscall(2); a signal-set size other than the kernel's is left to the real call (EINVAL). */
+long clk_signals_syscall(const struct cxisim_clock_ops *o, long nr, const long *a, int *handled)
+{
+	*handled = 1;
+	switch (nr) {
+	case SYS_pause:
+		return pause_o(o);
+	case SYS_rt_sigsuspend:
+		if ((size_t)a[1] == _NSIG / 8)
+			return sigsuspend_o(o, (const sigset_t *)a[0]);
+		break;
+	case SYS_rt_sigtimedwait:
+		if ((size_t)a[3] == _NSIG / 8)
+			return sigtimedwait_o(o, (const sigset_t *)a[0], (siginfo_t *)a[1], (const struct timespec *)a[2]);
+		break;
+	default:
+		break;
+	}
+	*handled = 0;
+	return 0;
 }

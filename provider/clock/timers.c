@@ -414,7 +414,7 @@ int clk_timers_tick(uint64_t now, int may_signal, const sigset_t *mask)
 
 /* ---- timerfd ---- */
 
-CLK_EXPORT int timerfd_create(int c, int flags)
+static int tfd_create(int c, int flags)
 {
 	int fd = get_real_timerfd_create()(c, flags);
 	if (fd < 0 || fd >= VT_FDS || clk_family_of(c) < 0)
@@ -435,14 +435,19 @@ CLK_EXPORT int timerfd_create(int c, int flags)
 	return fd;
 }
 
+CLK_EXPORT int timerfd_create(int c, int flags)
+{
+	return tfd_create(c, flags);
+}
+
 static int bad_setting(const struct itimerspec *v)
 {
 	return !clk_valid_ts(&v->it_value) || !clk_valid_ts(&v->it_interval);
 }
 
-CLK_EXPORT int timerfd_settime(int fd, int flags, const struct itimerspec *v, struct itimerspec *old)
+static int tfd_settime_o(const struct cxisim_clock_ops *o, int fd, int flags, const struct itimerspec *v,
+			 struct itimerspec *old)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
 	uint64_t now;
 	if (!fd_marked(fd) || !o)
 		return get_real_timerfd_settime()(fd, flags, v, old);
@@ -479,9 +484,13 @@ CLK_EXPORT int timerfd_settime(int fd, int flags, const struct itimerspec *v, st
 	return 0;
 }
 
-CLK_EXPORT int timerfd_gettime(int fd, struct itimerspec *cur)
+CLK_EXPORT int timerfd_settime(int fd, int flags, const struct itimerspec *v, struct itimerspec *old)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
+	return tfd_settime_o(clk_active(RA), fd, flags, v, old);
+}
+
+static int tfd_gettime_o(const struct cxisim_clock_ops *o, int fd, struct itimerspec *cur)
+{
 	uint64_t now;
 	if (!fd_marked(fd) || !cur || attached_now(o, &now) != 0)
 		return get_real_timerfd_gettime()(fd, cur);
@@ -494,6 +503,11 @@ CLK_EXPORT int timerfd_gettime(int fd, struct itimerspec *cur)
 		current(t, now, cur);
 	unlock(&mask);
 	return virt ? 0 : get_real_timerfd_gettime()(fd, cur);
+}
+
+CLK_EXPORT int timerfd_gettime(int fd, struct itimerspec *cur)
+{
+	return tfd_gettime_o(clk_active(RA), fd, cur);
 }
 
 /* A read of a virtual timerfd: readable -> the kernel's read (the count, cleared); else EAGAIN for a
@@ -577,22 +591,32 @@ static ssize_t tfd_read(const struct cxisim_clock_ops *o, const struct tfd_io *a
 	}
 }
 
-CLK_EXPORT ssize_t read(int fd, void *buf, size_t len)
+static ssize_t read_o(const struct cxisim_clock_ops *o, int fd, void *buf, size_t len)
 {
 	if (!fd_marked(fd))
 		return get_real_read()(fd, buf, len);
 	struct tfd_io a = {.fd = fd, .buf = buf, .len = len};
-	return tfd_read(clk_active(RA), &a);
+	return tfd_read(o, &a);
 }
 
-CLK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+CLK_EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	return read_o(clk_active(RA), fd, buf, len);
+}
+
+static ssize_t readv_o(const struct cxisim_clock_ops *o, int fd, const struct iovec *iov, int iovcnt)
 {
 	if (!fd_marked(fd))
 		return get_real_readv()(fd, iov, iovcnt);
 	struct tfd_io a = {.fd = fd, .iov = iov, .iovcnt = iovcnt};
 	for (int i = 0; iov && i < iovcnt && i >= 0; i++)
 		a.len += iov[i].iov_len;
-	return tfd_read(clk_active(RA), &a);
+	return tfd_read(o, &a);
+}
+
+CLK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return readv_o(clk_active(RA), fd, iov, iovcnt);
 }
 
 CLK_EXPORT int close(int fd)
@@ -602,53 +626,65 @@ CLK_EXPORT int close(int fd)
 	return get_real_close()(fd);
 }
 
-CLK_EXPORT int dup2(int from, int to)
+/* `to` stops naming a timerfd when dup2/dup3 replace it. */
+static void replaced(int from, int to)
 {
 	if (from != to && fd_marked(to) && fcntl(from, F_GETFD) >= 0)
 		forget_fd(to);
+}
+
+CLK_EXPORT int dup2(int from, int to)
+{
+	replaced(from, to);
 	return get_real_dup2()(from, to);
 }
 
 CLK_EXPORT int dup3(int from, int to, int flags)
 {
-	if (from != to && fd_marked(to) && fcntl(from, F_GETFD) >= 0)
-		forget_fd(to);
+	replaced(from, to);
 	return get_real_dup3()(from, to, flags);
 }
 
 /* ---- POSIX timers ---- */
 
-CLK_EXPORT int timer_create(clockid_t c, struct sigevent *restrict sev, timer_t *restrict id)
+/* A POSIX timer the kernel created (id: glibc's timer_t, which for every kind but SIGEV_THREAD is the
+ * kernel's id) is recorded. */
+static void record_posix(clockid_t c, const struct sigevent *sev, timer_t id)
 {
-	int r = get_real_timer_create()(c, sev, id);
-	if (r != 0 || clk_family_of(c) < 0)
-		return r;
+	if (clk_family_of(c) < 0)
+		return;
 	sigset_t mask;
 	lock(&mask);
-	struct vtimer *t = find_id(*id);
+	struct vtimer *t = find_id(id);
 	if (t)
 		t->kind = VT_FREE;
 	t = alloc_timer(VT_POSIX);
 	if (t) {
-		t->id = *id;
+		t->id = id;
 		t->family = clk_family_of(c);
 		if (sev) {
 			t->sev = *sev;
 		} else { /* the kernel's default: SIGALRM with the timer's id as its value */
 			t->sev.sigev_notify = SIGEV_SIGNAL;
 			t->sev.sigev_signo = SIGALRM;
-			t->sev.sigev_value.sival_int = (int)(intptr_t)*id;
+			t->sev.sigev_value.sival_int = (int)(intptr_t)id;
 		}
 	}
 	recompute_next();
 	unlock(&mask);
+}
+
+CLK_EXPORT int timer_create(clockid_t c, struct sigevent *restrict sev, timer_t *restrict id)
+{
+	int r = get_real_timer_create()(c, sev, id);
+	if (r == 0)
+		record_posix(c, sev, *id);
 	return r;
 }
 
-CLK_EXPORT int timer_settime(timer_t id, int flags, const struct itimerspec *restrict v,
-			     struct itimerspec *restrict old)
+static int timer_settime_o(const struct cxisim_clock_ops *o, timer_t id, int flags, const struct itimerspec *v,
+			   struct itimerspec *old)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
 	uint64_t now;
 	if (!o || !v || bad_setting(v) || attached_now(o, &now) != 0)
 		return get_real_timer_settime()(id, flags, v, old);
@@ -674,9 +710,14 @@ CLK_EXPORT int timer_settime(timer_t id, int flags, const struct itimerspec *res
 	return 0;
 }
 
-CLK_EXPORT int timer_gettime(timer_t id, struct itimerspec *cur)
+CLK_EXPORT int timer_settime(timer_t id, int flags, const struct itimerspec *restrict v,
+			     struct itimerspec *restrict old)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
+	return timer_settime_o(clk_active(RA), id, flags, v, old);
+}
+
+static int timer_gettime_o(const struct cxisim_clock_ops *o, timer_t id, struct itimerspec *cur)
+{
 	uint64_t now;
 	if (!cur || attached_now(o, &now) != 0)
 		return get_real_timer_gettime()(id, cur);
@@ -689,6 +730,11 @@ CLK_EXPORT int timer_gettime(timer_t id, struct itimerspec *cur)
 		current(t, now, cur);
 	unlock(&mask);
 	return virt ? 0 : get_real_timer_gettime()(id, cur);
+}
+
+CLK_EXPORT int timer_gettime(timer_t id, struct itimerspec *cur)
+{
+	return timer_gettime_o(clk_active(RA), id, cur);
 }
 
 CLK_EXPORT int timer_getoverrun(timer_t id)
@@ -777,9 +823,8 @@ static int vsetitimer(const struct cxisim_clock_ops *o, const struct itimerval *
 	return 0;
 }
 
-CLK_EXPORT int setitimer(__itimer_which_t which, const struct itimerval *restrict v, struct itimerval *restrict old)
+static int setitimer_o(const struct cxisim_clock_ops *o, int which, const struct itimerval *v, struct itimerval *old)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
 	if (which == ITIMER_REAL && o) {
 		int r = vsetitimer(o, v, old);
 		if (r != -2)
@@ -788,9 +833,13 @@ CLK_EXPORT int setitimer(__itimer_which_t which, const struct itimerval *restric
 	return get_real_setitimer()(which, v, old);
 }
 
-CLK_EXPORT int getitimer(__itimer_which_t which, struct itimerval *cur)
+CLK_EXPORT int setitimer(__itimer_which_t which, const struct itimerval *restrict v, struct itimerval *restrict old)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
+	return setitimer_o(clk_active(RA), which, v, old);
+}
+
+static int getitimer_o(const struct cxisim_clock_ops *o, int which, struct itimerval *cur)
+{
 	uint64_t now;
 	if (which != ITIMER_REAL || !cur || attached_now(o, &now) != 0)
 		return get_real_getitimer()(which, cur);
@@ -809,9 +858,13 @@ CLK_EXPORT int getitimer(__itimer_which_t which, struct itimerval *cur)
 	return virt ? 0 : get_real_getitimer()(which, cur);
 }
 
-CLK_EXPORT unsigned int alarm(unsigned int s)
+CLK_EXPORT int getitimer(__itimer_which_t which, struct itimerval *cur)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
+	return getitimer_o(clk_active(RA), which, cur);
+}
+
+static unsigned int alarm_o(const struct cxisim_clock_ops *o, unsigned int s)
+{
 	struct itimerval v = {{0, 0}, {(time_t)s, 0}}, old;
 	if (!o || vsetitimer(o, &v, &old) != 0)
 		return get_real_alarm()(s);
@@ -820,4 +873,82 @@ CLK_EXPORT unsigned int alarm(unsigned int s)
 	if ((!left && old.it_value.tv_usec) || old.it_value.tv_usec >= 500000)
 		left++;
 	return left;
+}
+
+CLK_EXPORT unsigned int alarm(unsigned int s)
+{
+	return alarm_o(clk_active(RA), s);
+}
+
+/* ---- the same calls through syscall(2) (interposer.h) ---- */
+
+/* The kernel's id of a POSIX timer as glibc's timer_t (the same number for every kind but SIGEV_THREAD,
+ * which the system call cannot create). */
+static timer_t kernel_timer(long id)
+{
+	return (timer_t)(intptr_t)(int)id;
+}
+
+long clk_timers_syscall(const struct cxisim_clock_ops *o, long nr, const long *a, int *handled)
+{
+	*handled = 1;
+	switch (nr) {
+	case SYS_timerfd_create:
+		return tfd_create((int)a[0], (int)a[1]);
+	case SYS_read:
+		if (fd_marked((int)a[0]))
+			return read_o(o, (int)a[0], (void *)a[1], (size_t)a[2]);
+		break;
+	case SYS_readv:
+		if (fd_marked((int)a[0]))
+			return readv_o(o, (int)a[0], (const struct iovec *)a[1], (int)a[2]);
+		break;
+	case SYS_close:
+		if (fd_marked((int)a[0]))
+			forget_fd((int)a[0]);
+		break;
+	case SYS_dup2:
+		replaced((int)a[0], (int)a[1]);
+		break;
+	case SYS_dup3:
+		replaced((int)a[0], (int)a[1]);
+		break;
+	case SYS_timer_create: {
+		/* The system call writes the kernel's id (an int), not a timer_t. */
+		long r = clk_real_syscall6(nr, a[0], a[1], a[2], 0, 0, 0);
+		if (r == 0 && a[2])
+			record_posix((clockid_t)a[0], (const struct sigevent *)a[1], kernel_timer(*(int *)a[2]));
+		return r;
+	}
+	default:
+		break;
+	}
+	if (o) {
+		switch (nr) {
+		case SYS_timerfd_settime:
+			return tfd_settime_o(o, (int)a[0], (int)a[1], (const struct itimerspec *)a[2],
+					     (struct itimerspec *)a[3]);
+		case SYS_timerfd_gettime:
+			return tfd_gettime_o(o, (int)a[0], (struct itimerspec *)a[1]);
+		case SYS_timer_settime:
+			return timer_settime_o(o, kernel_timer(a[0]), (int)a[1], (const struct itimerspec *)a[2],
+					       (struct itimerspec *)a[3]);
+		case SYS_timer_gettime:
+			return timer_gettime_o(o, kernel_timer(a[0]), (struct itimerspec *)a[1]);
+		case SYS_timer_getoverrun:
+			return timer_getoverrun(kernel_timer(a[0]));
+		case SYS_timer_delete:
+			return timer_delete(kernel_timer(a[0]));
+		case SYS_alarm:
+			return alarm_o(o, (unsigned int)a[0]);
+		case SYS_setitimer:
+			return setitimer_o(o, (int)a[0], (const struct itimerval *)a[1], (struct itimerval *)a[2]);
+		case SYS_getitimer:
+			return getitimer_o(o, (int)a[0], (struct itimerval *)a[1]);
+		default:
+			break;
+		}
+	}
+	*handled = 0;
+	return 0;
 }

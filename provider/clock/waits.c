@@ -163,9 +163,8 @@ CLK_EXPORT unsigned int sleep(unsigned int s)
 	return get_real_sleep()(s);
 }
 
-/* syscall(SYS_nanosleep / SYS_clock_nanosleep, ...) (interposer.c forwards them here). */
-long clk_syscall_sleep(const struct cxisim_clock_ops *o, long nr, long a, long b, long c, long d, int *handled);
-long clk_syscall_sleep(const struct cxisim_clock_ops *o, long nr, long a, long b, long c, long d, int *handled)
+/* syscall(SYS_nanosleep / SYS_clock_nanosleep, ...) (clk_waits_syscall below). */
+static long clk_syscall_sleep(const struct cxisim_clock_ops *o, long nr, long a, long b, long c, long d, int *handled)
 {
 	int r;
 	if (nr == SYS_nanosleep) {
@@ -307,9 +306,26 @@ static int poll_check(void *p)
 	return get_real_poll()(a->fds, a->n, 0);
 }
 
-CLK_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+/* Waits until check() reports or rel_ns of virtual time passed (rel_ns < 0: none); *left_ns: the time left
+ * to the deadline when it returns (0 at or past it, or without one), which ppoll, pselect6 and select
+ * write back as the kernel does.  *fb = 1: not virtual (the caller makes the real call). */
+static int wait_left(const struct cxisim_clock_ops *o, int64_t rel_ns, int (*check)(void *), void *arg,
+		     uint64_t *left_ns, int *fb)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
+	uint64_t deadline, now;
+	*left_ns = 0;
+	if (rel_deadline_now(o, rel_ns, &deadline, &now) != 0) {
+		*fb = 1;
+		return 0;
+	}
+	int r = wait_ready_at(o, deadline, check, arg, fb, &now);
+	if (!*fb && deadline != UINT64_MAX && now < deadline)
+		*left_ns = (deadline - now) / 1000u;
+	return r;
+}
+
+static int poll_o(const struct cxisim_clock_ops *o, struct pollfd *fds, nfds_t n, int timeout)
+{
 	uint64_t deadline;
 	if (!o || timeout == 0 || rel_deadline(o, ms_ns(timeout), &deadline) != 0)
 		return get_real_poll()(fds, n, timeout);
@@ -318,16 +334,41 @@ CLK_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 	return fb ? get_real_poll()(fds, n, timeout) : r;
 }
 
+CLK_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	return poll_o(clk_active(RA), fds, n, timeout);
+}
+
+/* A timespec timeout that makes the call wait: NULL (none) or valid and not zero.  Otherwise the real
+ * call answers (EINVAL, or a check that never waits). */
+static int waits_for(const struct timespec *tmo)
+{
+	return !tmo || (clk_valid_ts(tmo) && (tmo->tv_sec || tmo->tv_nsec));
+}
+
+/* ppoll; `left` (not NULL): the raw system call's way, which writes the time left back into *tmo. */
+static int ppoll_o(const struct cxisim_clock_ops *o, struct pollfd *fds, nfds_t n, struct timespec *tmo,
+		   const sigset_t *mask, int raw)
+{
+	if (!o || !waits_for(tmo))
+		goto real;
+	struct poll_args a = {fds, n, mask, 1};
+	uint64_t left;
+	int fb, r = wait_left(o, tmo ? (int64_t)clk_ts_to_ns(tmo) : -1, poll_check, &a, &left, &fb);
+	if (fb)
+		goto real;
+	if (raw && tmo)
+		clk_ns_to_ts(left, tmo);
+	return r;
+real:
+	if (raw)
+		return (int)clk_real_syscall6(SYS_ppoll, (long)fds, (long)n, (long)tmo, (long)mask, _NSIG / 8, 0);
+	return get_real_ppoll()(fds, n, tmo, mask);
+}
+
 CLK_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
-	uint64_t deadline;
-	if (!o || (tmo && (!clk_valid_ts(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))) ||
-	    rel_deadline(o, tmo ? (int64_t)clk_ts_to_ns(tmo) : -1, &deadline) != 0)
-		return get_real_ppoll()(fds, n, tmo, mask);
-	struct poll_args a = {fds, n, mask, 1};
-	int fb, r = wait_ready(o, deadline, poll_check, &a, &fb);
-	return fb ? get_real_ppoll()(fds, n, tmo, mask) : r;
+	return ppoll_o(clk_active(RA), fds, n, (struct timespec *)tmo, mask, 0);
 }
 
 struct epoll_args {
@@ -345,26 +386,50 @@ static int epoll_check(void *p)
 	return get_real_epoll_wait()(a->epfd, a->ev, a->max, 0);
 }
 
+/* epoll_wait (use_pwait 0) and epoll_pwait with a timeout in ms. */
+static int epoll_o(const struct cxisim_clock_ops *o, int epfd, struct epoll_event *ev, int max, int timeout,
+		   const sigset_t *mask, int use_pwait)
+{
+	uint64_t deadline;
+	struct epoll_args a = {epfd, max, ev, mask, use_pwait};
+	int fb = 1, r = 0;
+	if (o && timeout != 0 && rel_deadline(o, ms_ns(timeout), &deadline) == 0)
+		r = wait_ready(o, deadline, epoll_check, &a, &fb);
+	if (!fb)
+		return r;
+	return use_pwait ? get_real_epoll_pwait()(epfd, ev, max, timeout, mask)
+			 : get_real_epoll_wait()(epfd, ev, max, timeout);
+}
+
 CLK_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
-	uint64_t deadline;
-	if (!o || timeout == 0 || rel_deadline(o, ms_ns(timeout), &deadline) != 0)
-		return get_real_epoll_wait()(epfd, ev, max, timeout);
-	struct epoll_args a = {epfd, max, ev, NULL, 0};
-	int fb, r = wait_ready(o, deadline, epoll_check, &a, &fb);
-	return fb ? get_real_epoll_wait()(epfd, ev, max, timeout) : r;
+	return epoll_o(clk_active(RA), epfd, ev, max, timeout, NULL, 0);
 }
 
 CLK_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
-	uint64_t deadline;
-	if (!o || timeout == 0 || rel_deadline(o, ms_ns(timeout), &deadline) != 0)
-		return get_real_epoll_pwait()(epfd, ev, max, timeout, mask);
-	struct epoll_args a = {epfd, max, ev, mask, 1};
-	int fb, r = wait_ready(o, deadline, epoll_check, &a, &fb);
-	return fb ? get_real_epoll_pwait()(epfd, ev, max, timeout, mask) : r;
+	return epoll_o(clk_active(RA), epfd, ev, max, timeout, mask, 1);
+}
+
+/* epoll_pwait2 (glibc 2.35, Linux 5.11): a timespec timeout, never written back.  Its real call is the
+ * system call itself (ENOSYS on older kernels, as glibc's). */
+static int epoll_pwait2_o(const struct cxisim_clock_ops *o, int epfd, struct epoll_event *ev, int max,
+			  const struct timespec *tmo, const sigset_t *mask)
+{
+	if (o && waits_for(tmo)) {
+		struct epoll_args a = {epfd, max, ev, mask, 1};
+		uint64_t left;
+		int fb, r = wait_left(o, tmo ? (int64_t)clk_ts_to_ns(tmo) : -1, epoll_check, &a, &left, &fb);
+		if (!fb)
+			return r;
+	}
+	return (int)clk_real_syscall6(SYS_epoll_pwait2, epfd, (long)ev, max, (long)tmo, (long)mask, _NSIG / 8);
+}
+
+CLK_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *tmo,
+			    const sigset_t *mask)
+{
+	return epoll_pwait2_o(clk_active(RA), epfd, ev, max, tmo, mask);
 }
 
 /* select(2) overwrites its sets: every check starts from the caller's sets. */
@@ -392,18 +457,14 @@ static int select_check(void *p)
 static int select_virtual(const struct cxisim_clock_ops *o, struct select_args *a, int64_t rel_ns,
 			  uint64_t *left_ns, int *fb)
 {
-	uint64_t deadline, now;
-	if (a->nfds < 0 || a->nfds > FD_SETSIZE || rel_deadline_now(o, rel_ns, &deadline, &now) != 0) {
+	if (a->nfds < 0 || a->nfds > FD_SETSIZE) {
 		*fb = 1;
 		return 0;
 	}
 	for (int i = 0; i < 3; i++)
 		if (a->set[i])
 			a->saved[i] = *a->set[i];
-	int r = wait_ready_at(o, deadline, select_check, a, fb, &now);
-	*left_ns = 0;
-	if (!*fb && r > 0 && deadline != UINT64_MAX && now < deadline)
-		*left_ns = (deadline - now) / 1000u;
+	int r = wait_left(o, rel_ns, select_check, a, left_ns, fb);
 	if (*fb) /* give the caller its sets back for the real call */
 		for (int i = 0; i < 3; i++)
 			if (a->set[i])
@@ -411,9 +472,8 @@ static int select_virtual(const struct cxisim_clock_ops *o, struct select_args *
 	return r;
 }
 
-CLK_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+static int select_o(const struct cxisim_clock_ops *o, int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
 	if (!o || (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || (tv->tv_sec == 0 && tv->tv_usec == 0))))
 		return get_real_select()(nfds, r, w, e, tv);
 	struct select_args a = {.nfds = nfds, .set = {r, w, e}};
@@ -429,15 +489,88 @@ CLK_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval 
 	return n;
 }
 
+CLK_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+	return select_o(clk_active(RA), nfds, r, w, e, tv);
+}
+
+/* pselect; raw: the system call pselect6's way, which writes the time left back into *ts. */
+static int pselect_o(const struct cxisim_clock_ops *o, int nfds, fd_set *r, fd_set *w, fd_set *e, struct timespec *ts,
+		     const sigset_t *mask, int raw, long raw_sig)
+{
+	if (o && waits_for(ts)) {
+		struct select_args a = {.nfds = nfds, .set = {r, w, e}, .mask = mask, .use_pselect = 1};
+		uint64_t left;
+		int fb, n = select_virtual(o, &a, ts ? (int64_t)clk_ts_to_ns(ts) : -1, &left, &fb);
+		if (!fb) {
+			if (raw && ts && n >= 0)
+				clk_ns_to_ts(left, ts);
+			return n;
+		}
+	}
+	if (raw)
+		return (int)clk_real_syscall6(SYS_pselect6, nfds, (long)r, (long)w, (long)e, (long)ts, raw_sig);
+	return get_real_pselect()(nfds, r, w, e, ts, mask);
+}
+
 CLK_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask)
 {
-	const struct cxisim_clock_ops *o = clk_active(RA);
-	if (!o || (ts && (!clk_valid_ts(ts) || (ts->tv_sec == 0 && ts->tv_nsec == 0))))
-		return get_real_pselect()(nfds, r, w, e, ts, mask);
-	struct select_args a = {.nfds = nfds, .set = {r, w, e}, .mask = mask, .use_pselect = 1};
-	uint64_t left;
-	int fb, n = select_virtual(o, &a, ts ? (int64_t)clk_ts_to_ns(ts) : -1, &left, &fb);
-	return fb ? get_real_pselect()(nfds, r, w, e, ts, mask) : n;
+	return pselect_o(clk_active(RA), nfds, r, w, e, (struct timespec *)ts, mask, 0, 0);
+}
+
+/* The waits above reached through syscall(2) (interposer.c): 1 in *handled when served here.  The kernel's
+ * argument checks that the wrappers do not make (a signal-set size other than the kernel's 8 bytes) are
+ * left to the real system call. */
+long clk_waits_syscall(const struct cxisim_clock_ops *o, long nr, const long *a, int *handled)
+{
+	const size_t kset = _NSIG / 8;
+	*handled = 1;
+	switch (nr) {
+	case SYS_poll:
+		return poll_o(o, (struct pollfd *)a[0], (nfds_t)a[1], (int)a[2]);
+	case SYS_ppoll:
+		if (!a[3] || (size_t)a[4] == kset)
+			return ppoll_o(o, (struct pollfd *)a[0], (nfds_t)a[1], (struct timespec *)a[2],
+				       (const sigset_t *)a[3], 1);
+		break;
+	case SYS_select:
+		return select_o(o, (int)a[0], (fd_set *)a[1], (fd_set *)a[2], (fd_set *)a[3], (struct timeval *)a[4]);
+	case SYS_pselect6: {
+		/* The sixth argument points to {const sigset_t *set; size_t size}. */
+		const struct {
+			const sigset_t *set;
+			size_t size;
+		} *sig = (const void *)a[5];
+		if (!sig || !sig->set || sig->size == kset)
+			return pselect_o(o, (int)a[0], (fd_set *)a[1], (fd_set *)a[2], (fd_set *)a[3],
+					 (struct timespec *)a[4], sig ? sig->set : NULL, 1, a[5]);
+		break;
+	}
+	case SYS_epoll_wait:
+		return epoll_o(o, (int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3], NULL, 0);
+	case SYS_epoll_pwait:
+		if (!a[4] || (size_t)a[5] == kset)
+			return epoll_o(o, (int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3],
+				       (const sigset_t *)a[4], 1);
+		break;
+	case SYS_epoll_pwait2:
+		if (!a[4] || (size_t)a[5] == kset)
+			return epoll_pwait2_o(o, (int)a[0], (struct epoll_event *)a[1], (int)a[2],
+					      (const struct timespec *)a[3], (const sigset_t *)a[4]);
+		break;
+	case SYS_nanosleep:
+	case SYS_clock_nanosleep: {
+		*handled = 0;
+		long r = clk_syscall_sleep(o, nr, a[0], a[1], a[2], a[3], handled);
+		if (*handled)
+			return r;
+		break;
+	}
+	default:
+		break;
+	}
+	*handled = 0;
+	return 0;
 }
 
 /* ---- condition variables and semaphores ---- */

@@ -259,6 +259,7 @@ void ep_drain_cmdq(struct dep *ep);
 int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, bool *deferred);
 int mr_close(struct dmr *mr, uint32_t seq, bool *deferred);
 void mr_abandon(struct dmr *mr);
+void mr_host_costs(struct daemon *d, struct pcb_shm *pcb); /* the provider's mapping costs, at attach */
 void queue_flush_backlog(struct dqueue *q);
 void ct_add(struct dct *ct, bool failure, uint64_t n);
 /* Count one operation of `len` bytes in its counter's unit (operations or bytes). */

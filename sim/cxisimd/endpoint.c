@@ -801,6 +801,18 @@ int ep_ctrl(struct client *c, const struct ctl_ep_ctrl_req *req, void *rep, size
 
 /* ---- memory regions ---- */
 
+/* What the process's provider charges, in virtual time, to map a buffer for the NIC (provider/iomm.c): the
+ * same "cxi" parameters the simulated processes' registrations are priced with (sw_env.c). */
+void mr_host_costs(struct daemon *d, struct pcb_shm *pcb)
+{
+	struct sw_map_costs k;
+	sw_map_costs(d->sim, &k);
+	pcb->map_call_ps = k.kernel_call_ps;
+	pcb->map_page_ps = k.map_page_ps;
+	pcb->unmap_page_ps = k.unmap_page_ps;
+	pcb->map_cache_hit_ps = k.cache_lookup_ps;
+}
+
 static void mr_reg_done(void *ctx, struct sw_mr *m, int ret)
 {
 	struct dmr *mr = ctx;
@@ -841,6 +853,8 @@ int mr_reg(struct client *c, uint32_t seq, const struct ctl_mr_reg_req *req, boo
 		access |= FI_REMOTE_WRITE;
 	if ((req->flags & MRF_PROV_KEY) && !(req->flags & MRF_DOMAIN_KEY))
 		flags |= SW_MR_PROV_KEY;
+	if (req->flags & MRF_UNCACHED_MAP)
+		flags |= SW_MR_NO_KEY_CACHE;
 	/* A counter bound to the MR counts its remote accesses: the MR reports them (upstream counts them with
 	 * a CT on the MR's LE). */
 	if ((req->flags & MRF_RMA_EVENT) || ct)

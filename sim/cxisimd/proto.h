@@ -159,6 +159,10 @@ struct pcb_shm {
 	 * emulation.spans, spans_clipped, span_clip_credit_ns, summed by the daemon at detach; spans_after_park:
 	 * of the spans, those that began when the thread came back from a park (emulation.spans_after_park). */
 	_Atomic uint64_t spans, spans_clipped, span_clip_credit_ns, spans_after_park;
+	/* Host costs of memory mapping (the "cxi" section: kernel_call_ns, map_page_ns per 4 KiB page,
+	 * unmap_page_ns, mr_cache_lookup_ns), in ps, set at attach: the provider charges them in virtual time when
+	 * it maps a buffer for the NIC (provider/iomm.c, upstream cxil_map through libfabric's MR cache). */
+	uint64_t map_call_ps, map_page_ps, unmap_page_ps, map_cache_hit_ps;
 	/* Each slot its own cache line (the mapping is page-aligned): a slot is written by its thread and the
 	 * daemon, never by a neighbour's thread or with the daemon's own fields above. */
 	_Alignas(64) struct pcb_thread threads[CXISIM_MAX_THREADS];
@@ -327,6 +331,8 @@ enum mr_reg_flags {
 	MRF_DOMAIN_KEY = 1u << 7,   /* a domain-scoped MR: the provider chose `key` (a client-style key) */
 	MRF_CT_REMOTE_WRITE = 1u << 8, /* the bound counter counts remote writes (fi_mr_bind FI_REMOTE_WRITE) */
 	MRF_CT_REMOTE_READ = 1u << 9,  /* ... and/or remote reads (FI_REMOTE_READ) */
+	MRF_UNCACHED_MAP = 1u << 10,   /* its host mapping is not in the MR cache (virtual mode, provider/iomm.c):
+					* upstream keeps it out of the provider key cache (cxip_mr_enable) */
 };
 
 struct ctl_mr_reg_req {

@@ -303,6 +303,7 @@ static int op_attach(struct client *c, const struct ctl_attach_req *req, struct 
 	c->pcb->time_mode = d->emu->time_mode;
 	c->pcb->nthreads = CXISIM_MAX_THREADS;
 	atomic_store(&c->pcb->daemon_alive, 1);
+	mr_host_costs(d, c->pcb);
 	memset(rep, 0, sizeof(*rep));
 	rep->version = CXISIM_PROTO_VERSION;
 	rep->daemon_pid = getpid();

@@ -28,13 +28,13 @@ void nic_pe_submit(struct nic *nic, unsigned pe_idx, struct nic_work *w)
 		uint32_t ncap = pe->qcap ? pe->qcap * 2 : 64;
 		struct nic_work **nq = xmalloc(ncap * sizeof(*nq));
 		for (uint32_t i = 0; i < pe->qlen; i++)
-			nq[i] = pe->q[(pe->qhead + i) % pe->qcap];
+			nq[i] = pe->q[(pe->qhead + i) & (pe->qcap - 1)];
 		free(pe->q);
 		pe->q = nq;
 		pe->qcap = ncap;
 		pe->qhead = 0;
 	}
-	pe->q[(pe->qhead + pe->qlen++) % pe->qcap] = w;
+	pe->q[(pe->qhead + pe->qlen++) & (pe->qcap - 1)] = w; /* qcap: 64 << k (a mask, not a division) */
 	if (!pe->busy) {
 		pe->busy = true;
 		sim_schedule(nic->sim, 0, pe_run, nic, pe_idx);
@@ -720,7 +720,7 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 		return;
 	}
 	struct nic_work *w = pe->q[pe->qhead];
-	pe->qhead = (pe->qhead + 1) % pe->qcap;
+	pe->qhead = (pe->qhead + 1) & (pe->qcap - 1);
 	pe->qlen--;
 	simtime_t cost;
 	if (w->kind == WORK_PKT) {

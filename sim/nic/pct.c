@@ -41,8 +41,10 @@ struct pct_use {
 	simtime_t at;
 };
 
-/* First sizes: a client NIC holds a few connections at a time; tables double as needed. */
+/* First sizes: a client NIC holds a few connections at a time; tables double as needed (so both sizes are
+ * powers of two: FIFO positions wrap with a mask, not a division). */
 enum { PCT_SLOTS_MIN = 16, PCT_FIFO_MIN = 16 };
+_Static_assert((PCT_FIFO_MIN & (PCT_FIFO_MIN - 1)) == 0, "FIFO positions wrap with a mask");
 
 static uint64_t mix(uint64_t k)
 {
@@ -96,7 +98,7 @@ static void fifo_push(struct nic_pct_table *t, uint64_t key, simtime_t at)
 		uint32_t ncap = t->fcap ? t->fcap * 2 : PCT_FIFO_MIN;
 		struct pct_use *n = xmalloc(ncap * sizeof(*n));
 		for (uint32_t i = 0; i < t->flen; i++)
-			n[i] = t->fifo[(t->fhead + i) % t->fcap];
+			n[i] = t->fifo[(t->fhead + i) & (t->fcap - 1)];
 		free(t->fifo);
 		t->fifo = n;
 		t->fcap = ncap;
@@ -104,7 +106,7 @@ static void fifo_push(struct nic_pct_table *t, uint64_t key, simtime_t at)
 	}
 	if (!t->flen)
 		t->head_at = at;
-	t->fifo[(t->fhead + t->flen++) % t->fcap] = (struct pct_use){ key, at };
+	t->fifo[(t->fhead + t->flen++) & (t->fcap - 1)] = (struct pct_use){ key, at };
 }
 
 /* Close every connection idle for `idle` or longer at `now`: the FIFO record of its newest use closes it (a
@@ -113,7 +115,7 @@ static void expire(struct nic_pct_table *t, simtime_t now, simtime_t idle)
 {
 	while (t->flen && t->head_at + idle <= now) {
 		struct pct_use u = t->fifo[t->fhead];
-		t->fhead = (t->fhead + 1) % t->fcap;
+		t->fhead = (t->fhead + 1) & (t->fcap - 1);
 		if (--t->flen)
 			t->head_at = t->fifo[t->fhead].at;
 		struct pct_conn *c = slot_of(t, u.key);
@@ -189,7 +191,7 @@ static void table_prefetch(const struct nic_pct_table *t, uint64_t key, unsigned
 		if (t->cap)
 			__builtin_prefetch(&t->slots[(uint32_t)mix(key + 1) & (t->cap - 1)], 1);
 		if (t->fcap) {
-			__builtin_prefetch(&t->fifo[(t->fhead + t->flen) % t->fcap], 1);
+			__builtin_prefetch(&t->fifo[(t->fhead + t->flen) & (t->fcap - 1)], 1);
 			__builtin_prefetch(&t->fifo[t->fhead]);
 		}
 	} else if (t->flen && t->cap) {

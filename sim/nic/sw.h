@@ -102,6 +102,13 @@ void sw_env_from_cfg(struct sw_env *e, const struct cfg *c);
 void sw_env_correct(struct sw_env *e);
 /* The scenario-wide defaults: sw_env_defaults() overridden by the "cxi" section, if any. */
 void sw_env_scenario(struct sim *sim, struct sw_env *e);
+/* The provider's host-side costs of memory mapping, in ps, from the same "cxi" parameters the simulated
+ * processes use (kernel_call_ns, map_page_ns, unmap_page_ns, mr_cache_lookup_ns): the daemon hands them to
+ * every process it attaches, whose provider charges them in virtual time (provider/iomm.c). */
+struct sw_map_costs {
+	uint64_t kernel_call_ps, map_page_ps, unmap_page_ps, cache_lookup_ps;
+};
+void sw_map_costs(struct sim *sim, struct sw_map_costs *out);
 
 /* A peer: NIC address, pid and the VNI to use (cxisim's resolved fi_addr). */
 struct sw_addr {
@@ -260,6 +267,9 @@ typedef void (*sw_mr_done_fn)(void *ctx, struct sw_mr *mr, int ret);
  * the endpoint's own key settings.  Replay of a captured run: simulated clients expose their regions under
  * the keys the real client's requests carry.  -FI_EKEYREJECTED: not a key this provider can give. */
 #define SW_MR_EXACT_KEY (1ULL << 61)
+/* sw_mr_reg flags: the region's host mapping is not in libfabric's MR cache (no monitor, a full cache):
+ * upstream then never uses the provider key cache for it (cxip_mr_enable needs md->cached). */
+#define SW_MR_NO_KEY_CACHE (1ULL << 62)
 int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uint64_t requested_key,
 	      uint64_t flags, sw_mr_done_fn done, void *ctx, struct sw_mr **out);
 int sw_mr_close(struct sw_mr *mr, sw_mr_done_fn done, void *ctx);

@@ -468,13 +468,13 @@ static void backlog_push(struct sw_backlog **bp, const struct nic_cmd *c)
 		uint32_t cap = b->cap ? 2 * b->cap : 64;
 		struct nic_cmd *cmds = xmalloc(cap * sizeof(*cmds));
 		for (uint32_t i = 0; i < b->n; i++)
-			cmds[i] = b->cmds[(b->head + i) % b->cap];
+			cmds[i] = b->cmds[(b->head + i) & (b->cap - 1)];
 		free(b->cmds);
 		b->cmds = cmds;
 		b->cap = cap;
 		b->head = 0;
 	}
-	b->cmds[(b->head + b->n++) % b->cap] = *c;
+	b->cmds[(b->head + b->n++) & (b->cap - 1)] = *c; /* cap: 64 << k (a mask, not a division) */
 }
 
 /* A command the software layer issues on its own: never lost, never reordered.  With no room it waits
@@ -508,7 +508,7 @@ void sw_cmdq_space(void *ctx, struct nic_cmdq *q)
 		return;
 	bool emitted = false;
 	while (b->n && nic_cmdq_emit(q, &b->cmds[b->head]) == 0) {
-		b->head = (b->head + 1) % b->cap;
+		b->head = (b->head + 1) & (b->cap - 1);
 		b->n--;
 		emitted = true;
 	}

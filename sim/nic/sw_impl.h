@@ -478,6 +478,8 @@ struct sw_costs {
 	simtime_t mr_event_poll;     /* one poll of the match/access counters while closing */
 	simtime_t mr_event_poll_max; /* give up polling and invalidate */
 	simtime_t mr_bookkeeping;    /* per reg/dereg data-structure cost */
+	simtime_t map_page;          /* host mapping (cxil_map): per 4 KiB page pinned and entered in the ATU */
+	simtime_t unmap_page;        /* host unmapping (cxil_unmap): per 4 KiB page */
 	uint32_t ctrl_eq_slots;
 	/* host work of flow control, hybrid transitions and RNR (sw_host_work_price) */
 	simtime_t fc_state_change, fc_onload_entry, fc_replay_recv, buf_append, fc_reenable, fc_ctrl_rx, fc_ctrl_tx;

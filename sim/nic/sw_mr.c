@@ -187,7 +187,8 @@ int sw_mr_reg(struct sw_ep *ep, uint64_t buf, uint64_t len, uint64_t access, uin
 	simtime_t cost = k->mr_bookkeeping;
 	int rc = 0;
 	bool cache = exact ? (requested_key & SW_KEY_CACHED) != 0
-			   : prov && ep->env->prov_key_cache && !m->notify && !m->writedata;
+			   : prov && ep->env->prov_key_cache && !m->notify && !m->writedata &&
+				     !(flags & SW_MR_NO_KEY_CACHE);
 	if (cache) {
 		m->cached = true;
 		m->key = SW_KEY_CACHED | (buf & SW_KEY_ADDR_MASK);

@@ -4,9 +4,11 @@
 #   bench-storm  RPC storm (10,000 clients x 8 in flight, 64-B RPCs, one server, 10,240-endpoint dragonfly)
 #                in cxisim and in SimGrid 3.32, RPCs per wall second and their ratio
 #   bench-seed   Fig 4 and Fig 10 at full scale (validation targets)
-#   bench-scale  Fig 4 at 6,656 / 26,624 / 106,496 / 1,104,896 clients, aurora-full on 1 / 4 / 16 groups (100 us), then the
-#                whole of Aurora (aurora-full, 1 ms, both strategies): wall and CPU s, events per CPU-s, peak
-#                RSS, bytes per client process (one run at a time)
+#   bench-scale  Fig 4 at 6,656 / 26,624 / 106,496 clients and aurora-full on 1 / 4 / 16 groups (100 us), one run
+#                at a time (the slope); Fig 4 at 1,104,896 clients (both strategies) and the whole of Aurora
+#                (aurora-full, 1 ms, both strategies), each interleaved with the same scenario at 6,656 clients
+#                (tests/bench/speed_ratio.py): the median ratio of events per CPU-s with its 95% interval,
+#                CPU s, peak RSS, bytes per client process
 SIMGRID_RPC_STORM := $(BUILD)/bench/simgrid_rpc_storm
 ALL_TARGETS += $(SIMGRID_RPC_STORM)
 BENCH_TARGETS += bench-fig5 bench-storm bench-seed bench-scale

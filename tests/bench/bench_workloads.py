@@ -6,15 +6,19 @@
   storm  RPC storm, 10,000 clients x 8 in flight, 64-B RPCs, one server, on a 10,240-endpoint dragonfly: RPCs
          per wall second in cxisim and in SimGrid 3.32 (same topology and pattern), and the ratio
   seed   Fig 4, Fig 9 and Fig 10 at full scale against the seed's validation targets
-  scale  Fig 4 multi-recv at 6,656, 26,624, 106,496 and 1,104,896 clients (the issue's own slope, to the
-         whole machine's client count); aurora-full multi-recv on 1, 4 and 16 compute groups (100 us virtual:
-         the slope with scale); then the whole of Aurora (aurora-full, 1,104,896 clients, 1 ms of virtual
-         time) with both receive strategies, one run at a time: wall and CPU seconds, events per CPU-second,
-         peak RSS, bytes per client process; targets < 10 min, < 16 GB, events/CPU-s at 1.1 M clients within
+  scale  Fig 4 multi-recv at 6,656, 26,624 and 106,496 clients (the issue's own slope), one run at a time;
+         Fig 4 at 1,104,896 clients (both strategies) interleaved with Fig 4 at 6,656 (tests/bench/speed_ratio.py:
+         the whole run's ratio of events per CPU-second, the machine's drift taken out slice by slice over
+         alternating slices, with its 95% interval);
+         aurora-full multi-recv on 1, 4 and 16 compute groups (100 us virtual: the slope with scale); then the
+         whole of Aurora (aurora-full, 1,104,896 clients, 1 ms of virtual time, both receive strategies), each
+         interleaved with aurora-full on 1 group: CPU seconds, events per CPU-second, peak RSS, bytes per
+         client process; targets < 10 min on a core of its own, < 16 GB, events/CPU-s at 1.1 M clients within
          2x of the same scenario at 6,656 clients
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +33,7 @@ from cxisim import run as runmod  # noqa: E402
 from cxisim import seed000  # noqa: E402
 from cxisim.summary import load_run  # noqa: E402
 from cxisim.sweep import Sweep  # noqa: E402
+from speed_ratio import ratio as interleaved_ratio, summary as ratio_summary  # noqa: E402
 
 OUT = os.path.join(REPO, "out", "bench")
 JOBS = os.cpu_count() or 1
@@ -198,22 +203,42 @@ FIG4_WHOLE_MACHINE = 1104896
 FIG4_WHOLE_US = {"warmup_us": 5000, "measure_us": 20000}
 
 
+def ratio_line(what, r, clients, small_label):
+    """One interleaved ratio (tests/bench/speed_ratio.py): the large run's figures, then the ratio and how."""
+    run = load_run(r["large_dir"])
+    info = run.runinfo
+    mem = info.get("memory", {})
+    per = mem.get("per_object", {}).get("client_process", {}).get("bytes_each", 0)
+    rss = info["peak_rss_kb"] / 1024 / 1024
+    print(f"{what}: {clients:,} clients, {run.get('engine.events_processed') / 1e6:.1f} M events, run loop "
+          f"{info.get('cpu_time_s', 0):.1f} CPU-s ({info.get('events_per_cpu_s', 0) / 1e6:.2f} M events/CPU-s), "
+          f"the engine's whole CPU time {r['large_cpu_total_s']:.1f} s (its wall time on a core of its own; "
+          f"its own wall here, {info['wall_time_s']:.0f} s, includes the stops), peak RSS {rss:.2f} GB, "
+          f"{per / 1e3:.1f} KB per client process, {run.get('rpc_client.rpc_rate') / 1e6:.0f} M RPC/s", flush=True)
+    ok = r["run_lo"] >= 0.5
+    print(f"{what}: events/CPU-s {r['run_ratio']:.2f}x {small_label} (target >= 0.5 with the whole 95% interval: "
+          f"{verdict(ok)}); {ratio_summary(r)}", flush=True)
+    shutil.rmtree(r["tmp"], ignore_errors=True)
+    return run, r, rss
+
+
 def scale():
     # One run at a time: peak RSS and the run's CPU time are its own, not shared with a neighbour.  Events per
-    # CPU-second is the figure compared: on a shared machine wall time also measures the neighbours.
+    # CPU-second is the figure compared: on a shared machine wall time also measures the neighbours.  The
+    # slope points run one after another; the ratios of the whole machine to 6,656 clients come from the two
+    # runs interleaved (speed_ratio.py: alternate slices, one engine stopped while the other runs), which
+    # the machine's drift between runs cannot move.
     fig4 = os.path.join(REPO, "scenarios", "fig4-multithread.yaml.j2")
-    base = None
     for clients in (6656, 26624, 106496):
         d = runmod.run_scenario(fig4, {"clients": clients, "strategy": "multi_recv", "nodes": 2}, out=OUT,
                                 run_name=f"scale-fig4-{clients}", quiet=True)
-        evs, _, _ = scale_line("bench scale fig4 multi-recv", clients, load_run(d))
-        base = base or evs
-    d = runmod.run_scenario(fig4, {"clients": FIG4_WHOLE_MACHINE, "strategy": "multi_recv", "nodes": 2, **FIG4_WHOLE_US},
-                            out=OUT, run_name=f"scale-fig4-{FIG4_WHOLE_MACHINE}", quiet=True)
-    evs, _, _ = scale_line(f"bench scale fig4 multi-recv ({FIG4_WHOLE_US['warmup_us'] / 1e3:g} + "
-                           f"{FIG4_WHOLE_US['measure_us'] / 1e3:g} ms)", FIG4_WHOLE_MACHINE, load_run(d))
-    print(f"fig4 multi-recv at {FIG4_WHOLE_MACHINE:,} clients: events/CPU-s {evs / base:.2f}x the 6,656-client run "
-          f"(target >= 0.5) {verdict(evs >= 0.5 * base)}", flush=True)
+        scale_line("bench scale fig4 multi-recv", clients, load_run(d))
+    for strategy in ("multi_recv", "standard"):
+        r = interleaved_ratio(fig4, {"clients": FIG4_WHOLE_MACHINE, "strategy": strategy, "nodes": 2, **FIG4_WHOLE_US},
+                              {"clients": 6656, "strategy": strategy, "nodes": 2}, out=OUT)
+        ratio_line(f"bench scale fig4 {strategy} ({FIG4_WHOLE_US['warmup_us'] / 1e3:g} + "
+                   f"{FIG4_WHOLE_US['measure_us'] / 1e3:g} ms)", r, FIG4_WHOLE_MACHINE,
+                   f"Fig 4 {strategy} at 6,656 clients")
     full = os.path.join(REPO, "scenarios", "aurora-full.yaml.j2")
     slope = None
     for groups in SLOPE_GROUPS:
@@ -225,15 +250,14 @@ def scale():
         slope = slope or evs
         print(f"  {evs / slope:.2f}x the events/CPU-s of 1 group", flush=True)
     for strategy in ("multi_recv", "standard"):
-        d = runmod.run_scenario(full, {"strategy": strategy}, out=OUT, run_name=f"scale-aurora-{strategy}",
-                                quiet=True)
-        r = load_run(d)
-        evs, wall, rss = scale_line(f"bench scale aurora-full {strategy}, 1 ms", r.get("rpc_client.processes"), r)
-        memory_lines(r.runinfo.get("memory", {}))
-        print(f"aurora-full {strategy}: wall {wall / 60:.1f} min (target < 10) {verdict(wall < 600)}, peak RSS "
-              f"{rss:.2f} GB (target < 16 with room to spare: <= 14) {verdict(rss <= 14)}, events/CPU-s {evs / slope:.2f}x "
-              f"aurora-full on 1 group (the same scenario at 6,656 clients; target >= 0.5) {verdict(evs >= 0.5 * slope)}; "
-              f"{evs / base:.2f}x Fig 4 at 6,656 clients (another scenario: 64 server endpoints, not 4,096)", flush=True)
+        r = interleaved_ratio(full, {"strategy": strategy}, {"strategy": strategy, "groups": 1}, out=OUT)
+        cpu = r["large_cpu_total_s"]
+        run, _, rss = ratio_line(f"bench scale aurora-full {strategy}, 1 ms", r, FIG4_WHOLE_MACHINE,
+                                 "aurora-full on 1 group (the same scenario at 6,656 clients)")
+        memory_lines(run.runinfo.get("memory", {}))
+        print(f"aurora-full {strategy}: {cpu / 60:.1f} min on a core of its own (the engine's CPU time; target < 10) "
+              f"{verdict(cpu < 600)}, peak RSS {rss:.2f} GB (target < 16 with room to spare: <= 14) "
+              f"{verdict(rss <= 14)}", flush=True)
 
 
 def main():

@@ -8,16 +8,15 @@ CLOCK_MONOTONIC later, alarm(1) interrupts a 10 s nanosleep at 1 s with 9 s left
 depends on how fast the host is, except lower bounds on the wall time of real timers (a real 10 ms timer
 cannot fire sooner) and a generous upper bound on 20 s of virtual waits."""
 import os
-import re
-import subprocess
-import time
 
 import pytest
 
-from provider_helpers import BUILD_DIR, CLOCK_LIB, PRELOAD, SANITIZED, base_env, cxisim_exec
+from clock_modes import assert_misuse_as_real, measures, passed
+from clock_modes import run_owner as owner_run
+from clock_modes import run_real as real_run
+from provider_helpers import BUILD_DIR, cxisim_exec
 
 PROG = os.path.join(BUILD_DIR, "tests", "clock", "clock_timers")
-HOUR = 3600 * 10**9
 TIMERFD = ["tfd_poll", "tfd_epoll", "tfd_read", "tfd_interval", "tfd_disarm", "tfd_abstime"]
 SIGNALS = ["alarm", "pause", "periodic", "sigwait", "sigev_thread", "fork", "intr"]
 WAITS = ["locks", "mq", "cpu_reads"]
@@ -25,37 +24,11 @@ ALL = TIMERFD + ["tfd_wall"] + SIGNALS + WAITS
 
 
 def run_owner(checks, **env_extra):
-    env = base_env()
-    for k in ("CXISIM_CLOCK_EPOCH", "CXISIM_CPU_SCALE"):
-        env.pop(k, None)
-    # an hour ahead of the real clocks: a real read cannot pass for a virtual one
-    env["CXISIM_CLOCK_EPOCH"] = ",".join(str(time.clock_gettime_ns(c) + HOUR) for c in
-                                         (time.CLOCK_REALTIME, time.CLOCK_MONOTONIC, time.CLOCK_BOOTTIME))
-    env["LD_PRELOAD"] = (PRELOAD + ":" if PRELOAD else "") + CLOCK_LIB
-    env.update(env_extra)
-    return subprocess.run([PROG, "owner", *checks], capture_output=True, text=True, timeout=120, env=env)
+    return owner_run(PROG, checks, **env_extra)
 
 
 def run_real(checks):
-    """Outside `cxisim exec`, no interposer: the kernel's timers."""
-    env = base_env()
-    env.pop("LD_PRELOAD", None)
-    if PRELOAD:
-        env["LD_PRELOAD"] = PRELOAD
-    return subprocess.run([PROG, "none", *checks], capture_output=True, text=True, timeout=120, env=env)
-
-
-def passed(r, checks):
-    return r.returncode == 0 and all(f"ok {c}\n" in r.stdout for c in checks)
-
-
-def measures(out, what):
-    return [dict(kv.split("=") for kv in ln.split()[2:]) for ln in out.splitlines()
-            if ln.startswith(f"measure {what} ")]
-
-
-def misuse(out):
-    return [ln for ln in out.splitlines() if ln.startswith("misuse ")]
+    return real_run(PROG, checks)
 
 
 @pytest.mark.parametrize("checks", [TIMERFD, SIGNALS, WAITS], ids=["timerfd", "signals", "waits"])
@@ -85,15 +58,7 @@ def test_timers_under_cxisim_exec():
 def test_misuse_gives_the_real_errno():
     """Bad clock ids, flags, fds, values: the same return and errno as the real calls, outside `cxisim
     exec` without the interposer, attached over the provider, and with the test owner."""
-    real = run_real(["misuse"])
-    assert passed(real, ["misuse"]), real.stdout + real.stderr
-    lines = misuse(real.stdout)
-    assert len(lines) >= 18 and all(" -1 E" in ln for ln in lines), real.stdout
-    virt = cxisim_exec([PROG, "fabric", "misuse"], sets={"cpu_scale": 0}, timeout=120)
-    assert passed(virt, ["misuse"]), virt.stdout + virt.stderr
-    assert misuse(virt.stdout) == lines
-    owner = run_owner(["misuse"])
-    assert passed(owner, ["misuse"]) and misuse(owner.stdout) == lines, owner.stdout + owner.stderr
+    assert_misuse_as_real(PROG, "misuse", 18)
 
 
 REAL_CHECKS = ["tfd_poll", "tfd_read", "tfd_interval", "alarm", "periodic"]

@@ -183,6 +183,27 @@ def test_cpu_burn_is_free_with_cpu_scale_0():
     assert all(r[0] == 0 for r in rows), rows
 
 
+@pytest.mark.parametrize("cpu_scale", [1, 0])
+def test_account_says_what_cpu_time_became(cpu_scale):
+    """CXISIM_VT_ACCOUNT=1: a thread that ends reports its CPU time and the virtual time it was charged
+    (provider/vtime.c).  clock_work burn's pinger burns 20 x 1 ms between messages: at cpu_scale 1 it was
+    charged at least those 20 ms (the burns are measured on its CPU clock, so preemption adds nothing) and
+    never more than its CPU time; at cpu_scale 0 nothing.  (The echo child ends with _exit: no report.)"""
+    r = cxisim_exec([CLOCK_WORK, "burn"], sets={"cpu_scale": cpu_scale}, env={"CXISIM_VT_ACCOUNT": "1"},
+                    timeout=120)
+    assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+    acc = [dict(kv.split("=") for kv in ln.split()[1:]) for ln in r.stderr.splitlines()
+           if ln.startswith("cxisim-vt-account ")]
+    assert len(acc) == 1, r.stderr
+    cpu, charged, vclock = (int(acc[0][k]) for k in ("cpu_ns", "charged_ns", "vclock_ns"))
+    if cpu_scale:
+        assert 20_000_000 * 0.95 <= charged <= cpu and vclock >= charged, acc
+    else:
+        assert charged == 0 and cpu >= 20_000_000, acc
+    quiet = cxisim_exec([CLOCK_WORK, "burn"], sets={"cpu_scale": cpu_scale}, timeout=120)
+    assert "cxisim-vt-account" not in quiet.stderr
+
+
 def test_sleep_is_virtual_time_exactly():
     """cpu_scale 0: a 10 ms nanosleep is exactly 10 ms of virtual time, and takes far less wall time (nothing
     else is pending): a real sleep takes 10 ms or more every time.  The wall time is the daemon's and the
@@ -215,14 +236,22 @@ def fi_pingpong(iters=2000, sets=None):
 # zero-load time, 350 ns + (8 + 64) B x 8 / 200 Gb/s = 352.88 ns; the target's match (40 ns + 2 ns for the
 # one LE walked) and the event's PCIe write (250 + 20 ns): 806.88 ns.
 PREDICTED_8B_US = (100 + 40 + 2 + 350 + (8 + 64) * 8 / 200 + 40 + 2 + 250 + 20) / 1000
+# fi_pingpong reposts its receive between the arrival and its reply, and the provider maps a receive buffer
+# through the MR cache (docs/provider.md "Memory registration costs"; upstream ignores descriptors without
+# hybrid MR descriptors): a find that hits and the release of the mapping, mr_cache_lookup_ns (70 ns) each,
+# on the critical path.  NetPIPE over Open MPI posts its next receive while its own message is in flight.
+MR_CACHE_LOOKUP_NS = 70
+PREDICTED_FI_PINGPONG_8B_US = PREDICTED_8B_US + 2 * MR_CACHE_LOOKUP_NS / 1000
 
 
 def test_fi_pingpong_prints_the_model_and_ignores_host_load():
     """cpu_scale 0 (application CPU time free): fi_pingpong prints the model's latency, with two CPU hogs on
     the two cores as idle, within the issue's 2% (fi_pingpong prints two decimals: 0.81 us, one step of
-    its print is 1.2%; measured 0.81 in 12 of 12 runs idle, with 2 and with 3 hogs)."""
+    its print is 1.2%; measured 0.81 in 12 of 12 runs idle, with 2 and with 3 hogs; 0.94 since the receive
+    buffer's mapping is charged, PREDICTED_FI_PINGPONG_8B_US)."""
     idle = fi_pingpong(sets={"cpu_scale": 0})
-    assert abs(idle - PREDICTED_8B_US) <= 0.02 * PREDICTED_8B_US, (idle, PREDICTED_8B_US)
+    assert abs(idle - PREDICTED_FI_PINGPONG_8B_US) <= 0.02 * PREDICTED_FI_PINGPONG_8B_US, (idle,
+                                                                                        PREDICTED_FI_PINGPONG_8B_US)
     with cpu_hogs(2):
         loaded = fi_pingpong(sets={"cpu_scale": 0})
     assert abs(loaded - idle) <= 0.02 * idle, (idle, loaded)

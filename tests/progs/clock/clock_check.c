@@ -29,16 +29,6 @@
 static uint64_t epoch[3]; /* realtime, monotonic, boottime */
 static const uint64_t START_NS = 2 * S;
 
-#define CHECK(cond, ...)                                                                                  \
-	do {                                                                                             \
-		if (!(cond)) {                                                                           \
-			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                           \
-			printf(__VA_ARGS__);                                                             \
-			printf("\n");                                                                    \
-			exit(1);                                                                         \
-		}                                                                                        \
-	} while (0)
-
 /* The real clock through the system call instruction itself: nothing can interpose it. */
 static uint64_t raw_ns(clockid_t c)
 {

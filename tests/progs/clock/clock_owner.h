@@ -7,6 +7,19 @@
 #define CLOCK_OWNER_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The clock test programs' assertion: prints "FAIL file:line: condition: message" and exits 1. */
+#define CHECK(cond, ...)                                                                                  \
+	do {                                                                                             \
+		if (!(cond)) {                                                                           \
+			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                           \
+			printf(__VA_ARGS__);                                                             \
+			printf("\n");                                                                    \
+			exit(1);                                                                         \
+		}                                                                                        \
+	} while (0)
 
 /* Register the ops with the interposer (found with dlsym, as the provider does); virtual time starts at
  * start_ns.  0 on success, -1 when no interposer is preloaded. */

@@ -1,13 +1,5 @@
-/* Interval timers, signals and timed waits of libcxisim-clock.so in virtual time:
- *   clock_timers owner CHECK...   virtual time of a test owner (clock_owner.so, no daemon; LD_PRELOAD the
- *                                 interposer): sleeps jump to their deadline, waits step 10 ms at most;
- *   clock_timers fabric CHECK...  under `cxisim exec` (virtual time, cpu_scale 0): the process opens an
- *                                 endpoint first, so its main thread's clock is the provider's;
- *   clock_timers none CHECK...    never attaches: every timer is the kernel's, on the real clock.
- * Each check prints "ok CHECK" or names the failed expectation and exits 1; "measure CHECK virtual=NS
- * wall=NS" lines give the virtual time (CLOCK_MONOTONIC through the interposer) and the wall time (a raw
- * system call) of the timed part.  In owner and fabric modes virtual time is exact: with cpu_scale 0 (and
- * the owner) CPU time costs none, so a 10 ms timer is 10,000,000 ns of CLOCK_MONOTONIC to the ns. */
+/* Interval timers, signals and timed waits of libcxisim-clock.so in virtual time, in the three modes of
+ * clock_test.h (owner, fabric, none). */
 #include <mqueue.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -16,63 +8,7 @@
 #include <sys/timerfd.h>
 #include <sys/times.h>
 
-#include "../provider/common.h"
-#include "clock_owner.h"
-
-#define MS 1000000ull
-#define S 1000000000ull
-
-static const char *g_mode;
-static int g_virtual; /* owner or fabric: virtual time is exact */
-
-#define CHECK(cond, ...)                                                                                  \
-	do {                                                                                             \
-		if (!(cond)) {                                                                           \
-			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                           \
-			printf(__VA_ARGS__);                                                             \
-			printf("\n");                                                                    \
-			exit(1);                                                                         \
-		}                                                                                        \
-	} while (0)
-
-static uint64_t mono(void)
-{
-	return t_mono_ns();
-}
-
-static uint64_t wall(void)
-{
-	return t_raw_clock_ns(CLOCK_MONOTONIC);
-}
-
-static void measure(const char *what, uint64_t virt, uint64_t w)
-{
-	printf("measure %s virtual=%" PRIu64 " wall=%" PRIu64 "\n", what, virt, w);
-}
-
-/* Exactly `want` ns of virtual time; at least that much of real time when not attached. */
-static void expect_elapsed(const char *what, uint64_t got, uint64_t want)
-{
-	if (g_virtual)
-		CHECK(got == want, "%s: %" PRIu64 " ns of virtual time, want %" PRIu64, what, got, want);
-	else
-		CHECK(got >= want, "%s: %" PRIu64 " ns of real time, want >= %" PRIu64, what, got, want);
-}
-
-static struct itimerspec its(uint64_t value_ns, uint64_t interval_ns)
-{
-	struct itimerspec v;
-	v.it_value.tv_sec = (time_t)(value_ns / S);
-	v.it_value.tv_nsec = (long)(value_ns % S);
-	v.it_interval.tv_sec = (time_t)(interval_ns / S);
-	v.it_interval.tv_nsec = (long)(interval_ns % S);
-	return v;
-}
-
-static uint64_t ts_ns(const struct timespec *t)
-{
-	return (uint64_t)t->tv_sec * S + (uint64_t)t->tv_nsec;
-}
+#include "clock_test.h"
 
 static int tfd_armed(int clock, int flags, uint64_t ns, uint64_t interval)
 {
@@ -709,18 +645,6 @@ static void check_cpu_reads(void)
 
 /* ---- misuse: the same answer as the real call ---- */
 
-static void show(const char *what, long r, int e)
-{
-	printf("misuse %s %ld %s\n", what, r, r < 0 ? strerrorname_np(e) : "-");
-}
-
-#define SHOW(what, call)                                                                                 \
-	do {                                                                                             \
-		errno = 0;                                                                               \
-		long _r = (long)(call);                                                                  \
-		show(what, _r, errno);                                                                   \
-	} while (0)
-
 static void check_misuse(void)
 {
 	struct itimerspec good = its(10 * MS, 0), bad = its(0, 0), out;
@@ -761,59 +685,14 @@ static void check_misuse(void)
 	close(p[1]);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} checks[] = {{"tfd_poll", check_tfd_poll},     {"tfd_epoll", check_tfd_epoll},   {"tfd_read", check_tfd_read},
+static const struct clock_test checks[] = {{"tfd_poll", check_tfd_poll},     {"tfd_epoll", check_tfd_epoll},   {"tfd_read", check_tfd_read},
 	      {"tfd_interval", check_tfd_interval}, {"tfd_disarm", check_tfd_disarm}, {"tfd_abstime", check_tfd_abstime},
 	      {"tfd_wall", check_tfd_wall},     {"alarm", check_alarm},           {"pause", check_pause},
 	      {"periodic", check_periodic},     {"sigwait", check_sigwait},       {"sigev_thread", check_sigev_thread},
 	      {"locks", check_locks},           {"mq", check_mq},                 {"cpu_reads", check_cpu_reads},
 	      {"fork", check_fork},             {"intr", check_intr},             {"misuse", check_misuse}};
 
-static struct t_ep g_ep;
-
-static void attach(void)
-{
-	if (!strcmp(g_mode, "owner")) {
-		CHECK(clock_owner_start(2 * S, 10 * MS) == 0, "no interposer preloaded");
-		g_virtual = 1;
-	} else if (!strcmp(g_mode, "fabric")) {
-		t_open(&g_ep, FI_MSG);
-		struct fi_cq_tagged_entry e;
-		CHECK(fi_cq_read(g_ep.cq, &e, 1) == -FI_EAGAIN, "empty CQ"); /* a provider user from here on */
-		g_virtual = 1;
-		uint64_t v0 = mono();
-		struct timespec d = {0, 10 * MS};
-		nanosleep(&d, NULL);
-		CHECK(mono() - v0 == 10 * MS, "not in virtual time at cpu_scale 0: a 10 ms sleep took %" PRIu64,
-		      mono() - v0);
-	} else {
-		CHECK(!strcmp(g_mode, "none"), "mode %s", g_mode);
-	}
-}
-
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IONBF, 0);
-	if (argc < 3) {
-		fprintf(stderr, "usage: clock_timers owner|fabric|none CHECK...\n");
-		return 2;
-	}
-	g_mode = argv[1];
-	attach();
-	for (int a = 2; a < argc; a++) {
-		size_t i = 0;
-		while (i < sizeof(checks) / sizeof(checks[0]) && strcmp(argv[a], checks[i].name))
-			i++;
-		if (i == sizeof(checks) / sizeof(checks[0])) {
-			fprintf(stderr, "clock_timers: no check %s\n", argv[a]);
-			return 2;
-		}
-		checks[i].fn();
-		printf("ok %s\n", argv[a]);
-	}
-	if (!strcmp(g_mode, "fabric"))
-		t_close(&g_ep);
-	return 0;
+	return clock_test_main(argc, argv, checks, sizeof(checks) / sizeof(checks[0]));
 }
