@@ -15,7 +15,7 @@ from provider_helpers import cxisim_exec, prog
 @pytest.mark.parametrize("time_mode", ["virtual", "realtime"])
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_api_fuzz_loses_no_operation(seed, time_mode):
-    r = cxisim_exec([prog("prov_fuzz_api"), str(seed), "2000"], timeout=300, time_mode=time_mode)
+    r = cxisim_exec([prog("prov_fuzz_api"), str(seed), "1000"], timeout=300, time_mode=time_mode)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-4000:]
     assert "PASSED prov_fuzz_api" in out and "FAIL" not in out, out[-4000:]
