@@ -6,7 +6,12 @@ pinned here: a rendezvous send into a receive no longer than its eager part neve
 an RMA whose key or destination no MR or process can have was retried forever (the endpoint's queue stalled
 behind it); a blocking control call behind a command refused for a full event queue deadlocked in virtual
 time.  A failing seed replays with FUZZ_TRACE=1 (every operation and completion) and FUZZ_SKIP=letters
-(operation kinds left out) to narrow it down."""
+(operation kinds left out) to narrow it down.
+
+Open: at 2,000 rounds, on a loaded or sanitized run (about 1 file run in 4 under SANITIZE=1, 1 in 9
+unsanitized under load), one or two 1 MiB tagged rendezvous sends to a peer re-inserted into the AV never
+complete, although the drain posts matching receives; not yet traced (flow-control replay of a rendezvous
+send is the lead).  The CI runs use 1,000 rounds: 160 runs of them (80 sanitized) passed."""
 import pytest
 
 from provider_helpers import cxisim_exec, prog
