@@ -149,8 +149,8 @@ static ssize_t amo_submit(struct cxip_ep *ep, const struct amo_req *r)
 	if (r->kind == AMO_SWAP && !r->compare)
 		return -FI_EINVAL;
 	bool prov_keys = (ep->dom->mr_mode & FI_MR_PROV_KEY) != 0;
-	if (!prov_keys && r->key >= (1ULL << 32))
-		return -FI_EKEYREJECTED;
+	if ((!prov_keys && r->key >= (1ULL << 32)) || !sw_mr_key_valid(r->key))
+		return -FI_EKEYREJECTED; /* as upstream: a key no MR can have */
 	struct cxs_amo a;
 	memset(&a, 0, sizeof(a));
 	a.op = c.op;

@@ -35,6 +35,7 @@
 #include "../sim/cxisimd/cmd.h"
 #include "../sim/cxisimd/proto.h"
 #include "../sim/cxisimd/ring.h"
+#include "../sim/nic/mr_key.h"
 #include "fi_cxi_ext.h"
 
 #define CXIP_PROV_NAME "cxi"

@@ -22,8 +22,8 @@ static ssize_t do_rma(struct cxip_ep *ep, bool write, const void *buf, size_t le
 	if (len > CXIP_EP_MAX_MSG_SZ)
 		return -FI_EMSGSIZE;
 	bool prov_keys = (ep->dom->mr_mode & FI_MR_PROV_KEY) != 0;
-	if (!prov_keys && key >= (1ULL << 32))
-		return -FI_EKEYREJECTED;
+	if ((!prov_keys && key >= (1ULL << 32)) || !sw_mr_key_valid(key))
+		return -FI_EKEYREJECTED; /* as upstream: a key no MR can have */
 	if ((flags & FI_INJECT) && (!write || len > CXIP_INJECT_SIZE))
 		return -FI_EMSGSIZE;
 	/* Remote CQ data needs the domain's writedata support (FI_CXI_ENABLE_WRITEDATA, provider keys). */

@@ -340,6 +340,7 @@ simtime_t vclock_request_stamp(struct client *c);
 /* The command queue of `ep`: execute the commands due (stamp <= now); returns the next stamp, or
  * UINT64_MAX when the queue is empty. */
 simtime_t ep_drain_due(struct dep *ep);
+bool ep_orders_requests(struct dep *ep);
 void server_handle_request(struct client *c, const char *buf, size_t n);
 
 #endif

@@ -564,6 +564,16 @@ simtime_t ep_drain_due(struct dep *ep)
 	return drain(ep);
 }
 
+/* Whether ep's queued commands go before a control request of the same process (they were submitted
+ * first).  Not those the NIC refused for want of room (a full event queue): the process frees it only by
+ * reading its CQ once the request returns, so holding the request behind them deadlocked the process (a
+ * blocking fi_cntr_set behind an fi_read, found by the API fuzz).  The hardware does not order its driver
+ * calls and MMIO writes behind a stalled command queue either. */
+bool ep_orders_requests(struct dep *ep)
+{
+	return drain(ep) != UINT64_MAX && !ep->backpressured;
+}
+
 /* ---- open / close ---- */
 
 static void env_from_req(struct sw_env *e, const struct ctl_ep_open_req *r)

@@ -384,7 +384,7 @@ static bool hold_request(struct client *c, const char *buf, size_t n)
 		return false;
 	bool pending = false;
 	for (struct obj *o = c->objs; o; o = o->next)
-		if (o->kind == OBJ_EP && ep_drain_due((struct dep *)o) != UINT64_MAX)
+		if (o->kind == OBJ_EP && ep_orders_requests((struct dep *)o))
 			pending = true;
 	/* ... and it takes effect at its sender's virtual time, not earlier. */
 	simtime_t vt = vclock_request_stamp(c);

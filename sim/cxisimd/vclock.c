@@ -229,7 +229,8 @@ static simtime_t run_commands(struct daemon *d)
 			if (o->kind == OBJ_EP) {
 				simtime_t t = ep_drain_due((struct dep *)o);
 				if (t != UINT64_MAX) {
-					pending = true;
+					/* (a held request waits for these, not for commands refused for room) */
+					pending |= !((struct dep *)o)->backpressured;
 					if (t < tcmd)
 						tcmd = t;
 				}

@@ -24,6 +24,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
+#include "mr_key.h"
 #include "nic.h"
 
 struct cfg;
@@ -38,8 +39,6 @@ struct cfg;
 #define SW_PTL_IDX_READ_MR_OPT_BASE 128  /* 128..227 */
 #define SW_PTL_IDX_READ_MR_STD 228
 #define SW_PTL_IDX_RDZV_SRC NIC_RDZV_SRC_INDEX /* 255 */
-#define SW_MR_OPT_KEYS 100               /* client keys 0..99 may be optimized */
-#define SW_MR_PROV_OPT_IDS 92            /* provider keys with id < 92 may be optimized */
 
 /* prov_errno of an RNR send that ran out of retry time (FI_EIO): C_RC_ENTRY_NOT_FOUND. */
 #define SW_RNR_TIMEOUT_PROV_ERRNO 18

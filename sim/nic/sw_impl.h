@@ -22,12 +22,7 @@
 #define SW_CTRL_TYPE_SHIFT 16
 #define SW_CTRL_NOTIFY 1ULL
 #define SW_CTRL_RESUME 2ULL
-/* Provider-key-cached MRs: bit 62, and the region's address in the low bits. */
-#define SW_KEY_CACHED (1ULL << 62)
-#define SW_KEY_ADDR_MASK ((1ULL << 56) - 1)
-#define SW_KEY_PROV (1ULL << 61) /* a provider key (not cached) */
-#define SW_KEY_OPT (1ULL << 60)  /* a provider key of an optimized MR (the initiator picks the PtlTE from it) */
-#define SW_KEY_WRITEDATA (1ULL << 59) /* fi_writedata's match bits: the MR's second LE, which reports */
+/* MR keys: mr_key.h (through sw.h). */
 
 /* Provider-private memory (overflow and request buffers) lives at tagged addresses no application
  * address can take. */

@@ -197,7 +197,7 @@ static void sw_get_issue(struct sw_ep *ep, struct sw_rmsg *m)
 	struct sw_addr src = { .nic = C_MATCH_ID_NIC(m->initiator), .pid = (uint16_t)C_MATCH_ID_PID(m->initiator),
 			       .vni = m->vni };
 	sw_issue_get(ep, src, m->remote_offset + m->eager, m->match_bits, m->rendezvous_id, m->buf + m->eager,
-		     m->data_len - m->eager, m, SW_PTL_IDX_RDZV_SRC, 0);
+		     m->data_len > m->eager ? m->data_len - m->eager : 0, m, SW_PTL_IDX_RDZV_SRC, 0);
 }
 
 /* Fetch the rest of a software-matched rendezvous message; at most FI_CXI_SW_RX_TX_INIT_MAX in flight,
@@ -273,7 +273,9 @@ bool sw_ux_deliver(struct sw_ep *ep, struct sw_req *r, struct sw_ux *u)
 	 * rendezvous messages still coming into it) until its last completion, or the endpoint's close. */
 	if (r->multi && stop && !r->on)
 		sw_req_list_push(&ep->inflight, r);
-	if (u->rendezvous && data_len > have) {
+	/* A rendezvous sender completes on the Get of its source buffer: issue one even when the eager part
+	 * already holds all the receive takes (zero bytes then). */
+	if (u->rendezvous) {
 		struct sw_rmsg *m = rmsg_new(r, dst, u->match_bits, u->header_data, u->initiator, u->rlength, data_len,
 					     u->vni, u->rendezvous_id);
 		m->needed = 1;
@@ -531,11 +533,16 @@ static void recv_rendezvous(struct sw_ep *ep, struct sw_req *r, const struct nic
 		m = rmsg_new(r, ev->start - ev->mlength, ev->match_bits, ev->header_data, ev->initiator, ev->rlength,
 			     ev->rlength, ev->vni, ev->rendezvous_id);
 	m->eager = ev->mlength;
+	m->needed = 3; /* PUT, RENDEZVOUS and the Get's REPLY */
 	if (ev->flags & NIC_EVF_GET_ISSUED) {
 		ep->st.hw_rdzv_gets++;
-		m->needed = 3;
 	} else {
-		m->needed = 2;
+		/* The receive took no more than the eager part (it is that short), so the NIC fetched nothing;
+		 * the sender still waits for a Get of its source buffer to complete the send, so software issues
+		 * one of zero bytes, as upstream does. */
+		m->data_len = ev->mlength;
+		m->remote_offset = ev->remote_offset;
+		sw_get_start(ep, m);
 	}
 	rmsg_count(ep, m);
 }

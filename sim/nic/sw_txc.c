@@ -15,6 +15,13 @@
 #include "../util.h"
 #include "sw_impl.h"
 
+/* A destination a command can name: a pid of C_PID_ANY or above is no process (the NIC refuses the command,
+ * and retrying it can never succeed). */
+static bool dst_valid(struct sw_addr dst)
+{
+	return dst.pid < C_PID_ANY;
+}
+
 /* ---------------------------------------------------------------- rendezvous ids */
 
 /* Ids are handed out lowest first and reused last-freed first (a stack that starts as 0, 1, 2, ...), so
@@ -392,6 +399,8 @@ int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_dat
 		return -FI_EINVAL;
 	if (ep->fatal)
 		return -FI_EOTHER;
+	if (!dst_valid(dst))
+		return -FI_EINVAL;
 	if (len > UINT32_MAX)
 		return -FI_EMSGSIZE;
 	if ((flags & FI_INJECT) && len > C_MAX_IDC_PAYLOAD_UNR)
@@ -450,12 +459,13 @@ int sw_send(struct sw_ep *ep, uint64_t buf, uint64_t len, const void *inject_dat
 		return 0;
 	}
 	sw_req_list_push(&ep->msg_queue, r);
-	if (emit_put(ep, r)) {
+	int rc = emit_put(ep, r);
+	if (rc) {
 		sw_req_list_remove(&ep->msg_queue, r);
 		if (r->proto == SW_SEND_RDZV)
 			rdzv_id_free(ep, r);
 		sw_req_free(ep, r);
-		return -FI_EAGAIN;
+		return rc == -FI_EAGAIN ? -FI_EAGAIN : -FI_EINVAL;
 	}
 	ep->tx_outstanding++;
 	return 0;
@@ -508,12 +518,14 @@ static void rma_target(struct sw_ep *ep, uint64_t key, uint64_t addr, bool write
 }
 
 /* Checks every RMA operation passes before its own. */
-static int rma_admit(struct sw_ep *ep, uint64_t len)
+static int rma_admit(struct sw_ep *ep, uint64_t len, struct sw_addr dst, uint64_t key)
 {
-	if (!ep || ep->fatal)
+	if (!ep || ep->fatal || !dst_valid(dst))
 		return -FI_EINVAL;
 	if (len > UINT32_MAX)
 		return -FI_EMSGSIZE;
+	if (!sw_mr_key_valid(key))
+		return -FI_EKEYREJECTED;
 	if (ep->tx_outstanding >= ep->attr.tx_size || sw_eq_saturated(ep, ep->eq_tx))
 		return -FI_EAGAIN;
 	return 0;
@@ -529,10 +541,12 @@ static int rma_issue(struct sw_ep *ep, struct nic_cmd *c, void *context, uint64_
 	m->len = len;
 	c->dma.user_ptr = (uint64_t)(uintptr_t)m;
 	sw_req_list_push(&ep->rma_queue, m);
-	if (sw_emit(ep, ep->txq, c)) {
+	int rc = sw_emit(ep, ep->txq, c);
+	if (rc) {
+		/* Only a full queue is worth retrying: anything else would be refused again forever. */
 		sw_req_list_remove(&ep->rma_queue, m);
 		sw_req_free(ep, m);
-		return -FI_EAGAIN;
+		return rc == -FI_EAGAIN ? -FI_EAGAIN : -FI_EINVAL;
 	}
 	ep->tx_outstanding++;
 	return 0;
@@ -541,7 +555,7 @@ static int rma_issue(struct sw_ep *ep, struct nic_cmd *c, void *context, uint64_
 int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
 	     uint64_t data, uint64_t flags, void *context)
 {
-	int rc = rma_admit(ep, len);
+	int rc = rma_admit(ep, len, dst, key);
 	if (rc)
 		return rc;
 	bool writedata = (flags & FI_REMOTE_CQ_DATA) != 0;
@@ -571,7 +585,7 @@ int sw_write(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, u
 int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, uint64_t addr, uint64_t key,
 	    uint64_t flags, void *context)
 {
-	int rc = rma_admit(ep, len);
+	int rc = rma_admit(ep, len, dst, key);
 	if (rc)
 		return rc;
 	uint16_t index;
@@ -589,7 +603,7 @@ int sw_read(struct sw_ep *ep, uint64_t buf, uint64_t len, struct sw_addr dst, ui
 int sw_atomic(struct sw_ep *ep, uint64_t result, struct sw_addr dst, uint64_t addr, uint64_t key,
 	      const struct sw_amo *amo, void *context)
 {
-	int rc = rma_admit(ep, 0);
+	int rc = rma_admit(ep, 0, dst, key);
 	if (rc)
 		return rc;
 	if (!amo || !nic_amo_valid(amo->op, amo->cswap, amo->type))
