@@ -24,8 +24,6 @@
 
 #include "clock_owner.h"
 
-#define MS 1000000ull
-#define S 1000000000ull
 static uint64_t epoch[3]; /* realtime, monotonic, boottime */
 static const uint64_t START_NS = 2 * S;
 
@@ -43,11 +41,6 @@ static int intercepted(void)
 {
 	const char *p = getenv("LD_PRELOAD");
 	return p && strstr(p, "libasan");
-}
-
-static uint64_t ts_ns(const struct timespec *ts)
-{
-	return (uint64_t)ts->tv_sec * S + (uint64_t)ts->tv_nsec;
 }
 
 static uint64_t read_ns(clockid_t c)
@@ -265,16 +258,6 @@ static void *late_signal(void *arg)
 	return NULL;
 }
 
-static struct timespec in(clockid_t c, uint64_t ns)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	uint64_t t = ts_ns(&ts) + ns;
-	ts.tv_sec = (time_t)(t / S);
-	ts.tv_nsec = (long)(t % S);
-	return ts;
-}
-
 /* As callers do: wait again after a spurious wakeup (a return before the deadline without a signal). */
 static int timedwait_loop(pthread_cond_t *c, const struct timespec *abs)
 {
@@ -290,7 +273,7 @@ static void check_cond(void)
 	sem_init(&sem, 0, 0);
 	pthread_mutex_lock(&mtx);
 	uint64_t v = vt();
-	struct timespec abs = in(CLOCK_REALTIME, 50 * MS);
+	struct timespec abs = abs_after(CLOCK_REALTIME, 50 * MS);
 	CHECK(timedwait_loop(&cond, &abs) == ETIMEDOUT && vt() == v + 50 * MS, "REALTIME cond: %llu",
 	      (unsigned long long)(vt() - v));
 	pthread_condattr_t ca;
@@ -299,10 +282,10 @@ static void check_cond(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&mc, &ca);
 	v = vt();
-	abs = in(CLOCK_MONOTONIC, 30 * MS);
+	abs = abs_after(CLOCK_MONOTONIC, 30 * MS);
 	CHECK(timedwait_loop(&mc, &abs) == ETIMEDOUT && vt() == v + 30 * MS, "MONOTONIC cond");
 	v = vt();
-	abs = in(CLOCK_MONOTONIC, 40 * MS);
+	abs = abs_after(CLOCK_MONOTONIC, 40 * MS);
 	int r;
 	while ((r = pthread_cond_clockwait(&cond, &mtx, CLOCK_MONOTONIC, &abs)) == 0)
 		;
@@ -310,7 +293,7 @@ static void check_cond(void)
 	CHECK(pthread_mutex_trylock(&mtx) == EBUSY, "the mutex is held after a timeout");
 	pthread_t th;
 	pthread_create(&th, NULL, late_signal, NULL);
-	abs = in(CLOCK_REALTIME, 600 * S);
+	abs = abs_after(CLOCK_REALTIME, 600 * S);
 	v = vt();
 	r = 0;
 	while (!flag && r == 0)
@@ -319,7 +302,7 @@ static void check_cond(void)
 	pthread_mutex_unlock(&mtx);
 	pthread_join(th, NULL);
 	v = vt();
-	abs = in(CLOCK_REALTIME, 40 * MS);
+	abs = abs_after(CLOCK_REALTIME, 40 * MS);
 	CHECK(sem_timedwait(&sem, &abs) == 0 && vt() == v, "posted semaphore");
 	CHECK(sem_timedwait(&sem, &abs) == -1 && errno == ETIMEDOUT && vt() == v + 40 * MS, "semaphore timeout");
 }

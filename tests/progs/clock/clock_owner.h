@@ -9,8 +9,28 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
-/* The clock test programs' assertion: prints "FAIL file:line: condition: message" and exits 1. */
+#define MS 1000000ull
+#define S 1000000000ull
+
+static inline uint64_t ts_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * S + (uint64_t)t->tv_nsec;
+}
+
+/* The absolute time ns after clock c's now (for TIMER_ABSTIME / timed waits). */
+static inline struct timespec abs_after(clockid_t c, uint64_t ns)
+{
+	struct timespec t;
+	clock_gettime(c, &t);
+	uint64_t a = ts_ns(&t) + ns;
+	t.tv_sec = (time_t)(a / S);
+	t.tv_nsec = (long)(a % S);
+	return t;
+}
+
+/* The clock test programs' assertion (and, above, their time helpers): prints "FAIL file:line: condition: message" and exits 1. */
 #define CHECK(cond, ...)                                                                                  \
 	do {                                                                                             \
 		if (!(cond)) {                                                                           \

@@ -17,8 +17,6 @@
 #include "../provider/common.h"
 #include "clock_owner.h"
 
-#define MS 1000000ull
-#define S 1000000000ull
 
 static const char *g_mode;
 static int g_virtual; /* owner or fabric: virtual time is exact */
@@ -55,11 +53,6 @@ static inline struct itimerspec its(uint64_t value_ns, uint64_t interval_ns)
 	v.it_interval.tv_sec = (time_t)(interval_ns / S);
 	v.it_interval.tv_nsec = (long)(interval_ns % S);
 	return v;
-}
-
-static inline uint64_t ts_ns(const struct timespec *t)
-{
-	return (uint64_t)t->tv_sec * S + (uint64_t)t->tv_nsec;
 }
 
 /* A misuse case's outcome, "misuse WHAT RET ERRNO-NAME", compared line by line with the real call's. */

@@ -415,16 +415,6 @@ static void check_fork(void)
 	timer_delete(id);
 }
 
-static struct timespec abs_after(clockid_t c, uint64_t ns)
-{
-	struct timespec t;
-	clock_gettime(c, &t);
-	uint64_t a = ts_ns(&t) + ns;
-	t.tv_sec = (time_t)(a / S);
-	t.tv_nsec = (long)(a % S);
-	return t;
-}
-
 /* A timer's signal ends every interruptible virtual wait at its expiry with EINTR (SA_RESTART or not, as
  * the kernel: poll, epoll_wait, select and sem_timedwait are never restarted); a blocking read of a
  * timerfd is restarted under SA_RESTART; a condition wait wakes (spuriously).  SIGEV_THREAD_ID aims the
