@@ -10,6 +10,7 @@ import time
 
 from . import REPO, InputError
 from . import inputs
+from . import run as runmod
 from .run import interrupts_held
 from . import scenario as scn
 
@@ -114,9 +115,36 @@ def time_mode(cfg, requested):
 
 
 def main(args):
+    """Exit status: CMD's (128 + N if exec was stopped by signal N), 1 if the emulation itself failed, 2 on
+    bad input.  --out is written only when the emulation ended well: the daemon writes into a staging
+    directory beside the outputs, moved into place at the end; bad input (a bad scenario, an unusable
+    --daemon-log, a command that does not exist) or a failed daemon leaves nothing behind, not even the
+    directories --out created."""
     seed = inputs.seed_option(args.seed)
-    if args.out:
-        _make_out(args.out)
+    log = _open_daemon_log(args.daemon_log)
+    stage = _OutStage(args.out) if args.out else None
+    result = {"daemon_ok": False}
+    try:
+        return _emulate(args, seed, stage.path if stage else None, log, result)
+    finally:
+        if log:
+            log.close()
+        if stage:
+            stage.publish() if result["daemon_ok"] else stage.discard()
+
+
+def _open_daemon_log(path):
+    if path is None:
+        return None
+    try:
+        return open(path, "a")
+    except OSError as e:
+        raise InputError(f"--daemon-log {path}: {e.strerror}") from None
+
+
+def _emulate(args, seed, out, user_log, result):
+    """Run the daemon and the command; result["daemon_ok"] says whether the daemon exited 0 (its outputs in
+    OUT are whole) once the command ran."""
     build = _build_dir()
     daemon = os.path.join(build, "bin", "cxisimd")
     if not os.access(daemon, os.X_OK):
@@ -128,6 +156,7 @@ def main(args):
     tmp = tempfile.mkdtemp(prefix="cxisim-exec-")
     sock = os.path.join(tmp, "cxisimd.sock")
     proc = None
+    ran = False
     try:
         cfg_path = os.path.join(tmp, "scenario.json")
         with open(cfg_path, "w", encoding="utf-8") as f:
@@ -135,13 +164,13 @@ def main(args):
         # The daemon dies with this process, however it dies (SIGKILL of exec by a test's timeout too).
         cmd = [daemon, "--socket", sock, "--config", cfg_path, "--source", args.scenario,
                "--exit-with-parent", str(os.getpid()), *getattr(args, "daemon_args", [])]
-        if args.out:
+        if out:
             # The run directory, as `cxisim run` writes it: the resolved scenario beside the outputs.
-            shutil.copyfile(cfg_path, os.path.join(args.out, "scenario.json"))
-            cmd += ["--out", args.out]
+            shutil.copyfile(cfg_path, os.path.join(out, "scenario.json"))
+            cmd += ["--out", out]
         verbose = bool(os.environ.get("CXISIM_VERBOSE"))
-        log_path = args.daemon_log or os.path.join(tmp, "cxisimd.log")
-        if not verbose and not args.daemon_log:
+        log_path = user_log.name if user_log else os.path.join(tmp, "cxisimd.log")
+        if not verbose and not user_log:
             cmd.append("--quiet")
         with open(log_path, "a") as log:
             proc = subprocess.Popen(cmd, stderr=None if verbose else log)
@@ -158,7 +187,9 @@ def main(args):
         except FileNotFoundError:
             raise InputError(f"cxisim exec: {args.command[0]}: command not found")
         except _Signalled as e:
+            ran = True
             return 128 + e.signum  # the finally below stops the daemon
+        ran = True
         rc = rc if rc >= 0 else 128 - rc
         drc = _stop(proc)
         if not verbose:
@@ -171,9 +202,39 @@ def main(args):
             return rc or 1
         return rc
     finally:
-        if proc and proc.poll() is None:
-            _stop(proc)
+        if proc:
+            result["daemon_ok"] = ran and _stop(proc) == 0
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class _OutStage:
+    """--out DIR, staged: checked and created before the daemon starts (a bad --out is bad input, not a
+    failure after the whole job ran); the daemon writes into DIR/.cxisim-exec.tmp-PID; publish() moves
+    its files into DIR (replacing an earlier run's), discard() removes them and the directories made."""
+
+    def __init__(self, out):
+        self.out = out
+        self.created = runmod.missing_dirs(out)
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:
+            runmod.remove_created(self.created)
+            raise InputError(f"--out {out}: {e.strerror}") from None
+        if not os.access(out, os.W_OK):
+            runmod.remove_created(self.created)
+            raise InputError(f"--out {out}: not writable")
+        self.path = os.path.join(out, f".cxisim-exec.tmp-{os.getpid()}")
+        shutil.rmtree(self.path, ignore_errors=True)
+        os.mkdir(self.path)
+
+    def publish(self):
+        for name in sorted(os.listdir(self.path)):
+            os.replace(os.path.join(self.path, name), os.path.join(self.out, name))
+        os.rmdir(self.path)
+
+    def discard(self):
+        shutil.rmtree(self.path, ignore_errors=True)
+        runmod.remove_created(self.created)
 
 
 def _relay_warnings(log_path):
@@ -229,16 +290,6 @@ def _signal_child(child, signum):
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-
-
-def _make_out(out):
-    # Checked before the daemon starts: a bad --out is bad input, not a failure after the whole job ran.
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"--out {out}: {e.strerror}")
-    if not os.access(out, os.W_OK):
-        raise InputError(f"--out {out}: not writable")
 
 
 def _stop(proc):

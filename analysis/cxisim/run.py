@@ -81,7 +81,7 @@ def default_run_name(seed, sets):
     return name
 
 
-def _missing_dirs(path):
+def missing_dirs(path):
     """Directories of `path` that do not exist yet, deepest first."""
     out = []
     path = os.path.abspath(path)
@@ -91,7 +91,7 @@ def _missing_dirs(path):
     return out
 
 
-def _remove_created(created):
+def remove_created(created):
     for d in created:  # deepest first; only the ones this run made, and only if still empty
         try:
             os.rmdir(d)
@@ -116,14 +116,14 @@ def run_scenario(path, sets=None, seed=None, out="out", run_name=None, quiet=Fal
     engine = engine_path()
     if not os.access(engine, os.X_OK):
         raise RuntimeError(f"engine binary {engine} not found: run `make` first")
-    created = _missing_dirs(parent)
+    created = missing_dirs(parent)
     tmp = os.path.join(parent, f".{os.path.basename(final)}.tmp-{os.getpid()}")
     try:
         os.makedirs(parent, exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
     except OSError as e:
-        _remove_created(created)
+        remove_created(created)
         raise InputError(f"--out {out}: cannot create {e.filename or parent}: {e.strerror}") from None
     try:
         with open(os.path.join(tmp, "scenario.json"), "w", encoding="utf-8") as f:
@@ -146,7 +146,7 @@ def run_scenario(path, sets=None, seed=None, out="out", run_name=None, quiet=Fal
         os.rename(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        _remove_created(created)
+        remove_created(created)
         raise
     return final
 

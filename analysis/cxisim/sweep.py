@@ -190,11 +190,11 @@ class Sweep:
                                     run_name=self.run_names[i], quiet=True, doc=self.docs[i])
             return i, d, time.monotonic() - t0
 
-        created = runmod._missing_dirs(self.dir)
+        created = runmod.missing_dirs(self.dir)
         try:
             self._run_points(one, n, jobs, dirs, walls, log)
         except BaseException:
-            runmod._remove_created(created)  # a sweep that failed at once leaves no empty scenario directory
+            runmod.remove_created(created)  # a sweep that failed at once leaves no empty scenario directory
             raise
         self.write_index(walls)
         return dirs

@@ -431,6 +431,39 @@ def test_exec_out_checked_before_running(cxisim, tmp_path):
     assert not (tmp_path / "ran").exists()
 
 
+@pytest.mark.parametrize("args,needle", [
+    (["--set", "nodes=0"], "template variable 'nodes'"),
+    (["--daemon-log", "nodir/d.log"], "--daemon-log nodir/d.log: No such file or directory"),
+    (["--", "./no-such-command"], "./no-such-command: command not found"),
+])
+def test_exec_bad_input_leaves_no_output(cxisim, tmp_path, args, needle):
+    """Bad input found before or when the command starts (a bad scenario field, an unusable --daemon-log, a
+    command that does not exist): exit 2, the message names the culprit, and --out holds nothing -- neither
+    the directories it would have made nor a scenario.json or the daemon's metrics (before, a missing command
+    left a whole run directory behind with exit 2, and an unusable --daemon-log exited 1 leaving
+    out/scenario.json)."""
+    cmd = ["exec", "--out", "a/b/out", *args]
+    proc = cxisim(*(cmd if "--" in args else cmd + ["--", "true"]))
+    assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+    assert not (tmp_path / "a").exists(), list((tmp_path / "a").rglob("*"))
+
+
+def test_exec_out_is_written_whole_or_not_at_all(cxisim, tmp_path):
+    """The daemon writes into a staging directory that is moved into --out at the end: a run into an existing
+    directory replaces an earlier run's files and leaves no staging directory; the command's own failure
+    (exit 1) still gives a run directory (the emulation itself ended well); a bad --set afterwards leaves the
+    earlier run's files as they were."""
+    out = tmp_path / "o"
+    assert cxisim("exec", "--seed", "7", "--out", "o", "--", "true").returncode == 0
+    assert cxisim("exec", "--seed", "8", "--out", "o", "--", "false").returncode == 1
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["metrics.json", "run.json", "scenario.json", "telemetry.csv", "timeseries.csv"], names
+    assert json.loads((out / "metrics.json").read_text())["seed"] == 8
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert cxisim("exec", "--seed", "9", "--out", "o", "--set", "nodes=0", "--", "true").returncode == 2
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
 @pytest.mark.parametrize("args,needles", [
     (["--out", "missing/dir"], ["cxisimd: --out missing/dir", "No such file or directory"]),
     (["--out", "afile"], ["cxisimd: --out afile", "Not a directory"]),
@@ -456,7 +489,7 @@ def test_directories_made_are_removed_even_when_a_parallel_point_removed_one(tmp
     once in test_sigterm_stops_a_sweep).  A directory already gone is passed over, not the end."""
     import cxisim.run as runmod
     out = tmp_path / "out"
-    created = runmod._missing_dirs(str(out / "long"))
+    created = runmod.missing_dirs(str(out / "long"))
     out.mkdir()
-    runmod._remove_created(created)
+    runmod.remove_created(created)
     assert not out.exists()
