@@ -44,13 +44,25 @@ def main(args):
     if not args.command:
         raise InputError("cxisim capture: no command to run (put it after --)")
     out = os.path.abspath(args.output)
-    args.daemon_args = ["--capture", out, "--capture-max-payload", str(args.max_payload),
+    # Written whole or not at all, as exec's --out: the daemon records into a file beside OUT, renamed onto
+    # it once the capture reads back; bad input (exit 2) or a failed run leaves OUT as it was.
+    part = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}")
+    args.daemon_args = ["--capture", part, "--capture-max-payload", str(args.max_payload),
                         "--capture-max-image", str(args.max_image)]
-    rc = cmd_exec.main(args)
     try:
-        cap = read_capture(out)
-    except CaptureError as e:
-        raise RuntimeError(f"the capture is unreadable: {e}")
+        open(part, "wb").close()  # an unusable --output is bad input, named as the user gave it
+    except OSError as e:
+        raise InputError(f"--output {args.output}: {e.strerror}") from None
+    try:
+        rc = cmd_exec.main(args)
+        try:
+            cap = read_capture(part)
+        except CaptureError as e:
+            raise RuntimeError(f"the capture is unreadable: {e}")
+        os.replace(part, out)
+    finally:
+        if os.path.exists(part):
+            os.unlink(part)
     print(f"cxisim capture: {out}: {len(cap.processes)} processes, {len(cap.endpoints)} endpoints, "
           f"{len(cap.sends)} messages, {len(cap.mrs)} memory regions", file=sys.stderr)
     return rc

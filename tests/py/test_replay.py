@@ -102,6 +102,22 @@ def test_truncated_or_foreign_capture_is_refused_with_exit_2(cap, tmp_path, cxis
     assert "field 'replay.capture'" in r.stderr and "truncated capture" in r.stderr, r.stderr
 
 
+def test_capture_is_written_whole_or_not_at_all(cap, tmp_path, cxisim):
+    """A capture that cannot be made (a command that does not exist, an --output in no directory) exits 2
+    and leaves no file -- before, a missing command left a 56-byte header-only file (and truncated an
+    existing capture to it) and a bad --output was named by the daemon's own option; a capture file
+    that exists stays as it was."""
+    r = cxisim("capture", "-o", "new.cxcap", "--", "./no-such-command")
+    assert r.returncode == 2 and "no-such-command: command not found" in r.stderr, r.stderr
+    keep = tmp_path / "keep.cxcap"
+    shutil.copyfile(cap, keep)
+    r = cxisim("capture", "-o", keep, "--", "./no-such-command")
+    assert r.returncode == 2 and keep.read_bytes() == open(cap, "rb").read()
+    r = cxisim("capture", "-o", "nodir/c.cxcap", "--", "true")
+    assert r.returncode == 2 and "--output nodir/c.cxcap: No such file or directory" in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.cxcap"]
+
+
 def records(data):
     """(type, body offset, body bytes) of every record of a capture, and the end record's offset."""
     out, off = [], 32
