@@ -11,11 +11,11 @@ Ctrl-C, so a command's cleanup (a run's hidden temporary directory, its engine p
 import argparse
 import importlib
 import pkgutil
-import re
 import signal
 import sys
 
 from . import InputError, Terminated
+from . import inputs
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,7 +47,7 @@ def build_parser():
 
 def one_line(msg):
     """A message as one printable line: control characters (a newline in a key) written as escapes."""
-    return re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], str(msg))
+    return inputs.CONTROL_RE.sub(lambda m: repr(m.group())[1:-1], str(msg))
 
 
 def _terminate(signum, frame):

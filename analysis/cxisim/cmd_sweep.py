@@ -66,6 +66,11 @@ def main(args):
     if not SLURM_TIME.fullmatch(args.slurm_time):
         raise InputError(f"--slurm-time {args.slurm_time!r}: expected a Slurm time limit (MM, MM:SS, HH:MM:SS, "
                          "D-HH, D-HH:MM or D-HH:MM:SS)")
+    for opt in args.slurm_option:
+        # Each becomes one "#SBATCH" line of a shell script: a line break would start a command of its own.
+        if not opt.startswith("-") or inputs.has_control(opt):
+            raise InputError(f"--slurm-option {opt!r}: expected one sbatch option (starting with '-', "
+                             "no line breaks or control characters)")
     if args.list:
         for name in sw.run_names:
             print(name)

@@ -156,6 +156,15 @@ def check_name(v, where):
     return v
 
 
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def has_control(text):
+    """Whether TEXT holds a control character (a line break among them): what must not reach one line of a
+    generated script."""
+    return CONTROL_RE.search(text) is not None
+
+
 def dir_name(text, max_len=80):
     """`text` made a safe directory name: other characters become '-'; longer than max_len, a short hash."""
     name = re.sub(r"[^A-Za-z0-9_.=+-]", "-", text)

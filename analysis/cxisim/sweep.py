@@ -244,6 +244,13 @@ class Sweep:
         """Write a Slurm job-array script (one task per point) and the points file it reads.  The script
         first: a path that cannot be written is bad input, and leaves no points file behind."""
         idx = os.path.join(self.dir, "sweep.json")
+        # The paths go into the script's lines (comments and #SBATCH --output): a line break in one of them
+        # would make the rest of it a command of the job.
+        for opt, value in (("--slurm", path), ("--out", self.out), ("SCENARIO", self.template),
+                           ("repository", REPO)):
+            if inputs.has_control(os.path.abspath(value)):
+                raise InputError(f"{opt} {value!r}: a job script cannot name a path with line breaks or "
+                                 "control characters")
         n = len(self.points)
         array = f"0-{n - 1}" + (f"%{max_parallel}" if max_parallel else "")
         cxisim = os.path.join(REPO, "cxisim")

@@ -61,6 +61,11 @@ def test_sweep_writes_a_slurm_job_array(cxisim, tmp_path):
     (["--slurm", "job.sh", "--out", "/proc/nope"], "--out /proc/nope"),
     (["--slurm", "job.sh", "--slurm-max-parallel", "0"], "--slurm-max-parallel 0: expected a positive integer"),
     (["--slurm", "job.sh", "--slurm-time", "half an hour"], "--slurm-time 'half an hour'"),
+    # Each --slurm-option is one #SBATCH line: a line break in it made the rest a command of the job.
+    (["--slurm", "job.sh", "--slurm-option", "--partition=x\ntouch pwned"], "--slurm-option '--partition=x"),
+    (["--slurm", "job.sh", "--slurm-option", "partition=x"], "--slurm-option 'partition=x'"),
+    (["--slurm", "job.sh", "--out", "o\ntouch pwned"], "--out 'o\\ntouch pwned': a job script cannot"),
+    (["--slurm", "job\rx.sh"], "--slurm 'job\\rx.sh': a job script cannot"),
 ])
 def test_bad_slurm_options_write_nothing(cxisim, tmp_path, args, needle):
     """A job-array script that sbatch would refuse (%0, a time limit it cannot parse), or that cannot be
