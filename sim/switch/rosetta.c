@@ -500,8 +500,9 @@ static void arrive_prefetch(const void *obj, uint64_t arg)
 	__builtin_prefetch(pkt->up);
 }
 
-/* ... and one pop ahead, the level after: the output port's record and class, the slot of the upstream
- * credit ring the returned credit is compared with and written to, an unrouted packet's flow. */
+/* ... and one pop ahead, the level after: the output port's record and class (both lines: vtime,
+ * telemetry and congestion control are on the second), the slot of the upstream credit ring the
+ * returned credit is compared with and written to, an unrouted packet's flow. */
 static void arrive_prefetch_next(const void *obj, uint64_t arg)
 {
 	const struct df *d = obj;
@@ -514,6 +515,7 @@ static void arrive_prefetch_next(const void *obj, uint64_t arg)
 		if (op) {
 			__builtin_prefetch(op);
 			__builtin_prefetch(&op->tc[pkt->tc]);
+			__builtin_prefetch((const char *)&op->tc[pkt->tc] + 64);
 		}
 	} else if (pkt->msg) {
 		__builtin_prefetch(pkt->msg->flow);
@@ -538,14 +540,18 @@ static void arrive_prefetch_last(const void *obj, uint64_t arg)
 }
 
 /* df_ev_kick(port, gen), two pops ahead (the queue fetched the port's first line four pops ahead): the
- * classes with queued bytes, the credit ring's head, an injection port's endpoint. */
+ * port's second line (df, owner), the classes with queued bytes (both lines: arbitration reads the first,
+ * the departure writes the second), the credit ring's head, an injection port's endpoint. */
 static void kick_prefetch(const void *obj, uint64_t arg)
 {
 	const struct df_oport *op = obj;
 	if (!op->kick_armed || arg != op->kick_gen)
 		return;
-	for (uint32_t m = op->active; m; m &= m - 1)
+	__builtin_prefetch((const char *)op + 64);
+	for (uint32_t m = op->active; m; m &= m - 1) {
 		__builtin_prefetch(&op->tc[__builtin_ctz(m)]);
+		__builtin_prefetch((const char *)&op->tc[__builtin_ctz(m)] + 64);
+	}
 	if (op->cr && op->cr_n)
 		__builtin_prefetch(&op->cr[op->cr_head & op->cr_mask]);
 	if (op->kind == DF_OP_INJECT)
