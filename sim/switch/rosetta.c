@@ -493,10 +493,14 @@ static void arrive_prefetch(const void *obj, uint64_t arg)
 	if (!s)
 		return;
 	__builtin_prefetch(s);
-	if (pkt->flags & DF_PKT_ROUTED)
-		__builtin_prefetch(&s->port[arrive_out(d, pkt)]);
-	else
+	if (pkt->flags & DF_PKT_ROUTED) {
+		uint32_t out = arrive_out(d, pkt);
+		__builtin_prefetch(&s->port[out]);
+		if (out < d->local0)
+			__builtin_prefetch(pkt->msg); /* the last hop: ejection and congestion feedback read it */
+	} else {
 		__builtin_prefetch(pkt->msg);
+	}
 	__builtin_prefetch(pkt->up);
 }
 
@@ -511,11 +515,16 @@ static void arrive_prefetch_next(const void *obj, uint64_t arg)
 	if (!s)
 		return;
 	if (pkt->flags & DF_PKT_ROUTED) {
-		const struct df_oport *op = s->port[arrive_out(d, pkt)];
+		uint32_t out = arrive_out(d, pkt);
+		const struct df_oport *op = s->port[out];
 		if (op) {
 			__builtin_prefetch(op);
 			__builtin_prefetch(&op->tc[pkt->tc]);
 			__builtin_prefetch((const char *)&op->tc[pkt->tc] + 64);
+		}
+		if (out < d->local0) {
+			__builtin_prefetch(pkt->msg->flow);
+			__builtin_prefetch(pkt->msg->m);
 		}
 	} else if (pkt->msg) {
 		__builtin_prefetch(pkt->msg->flow);
@@ -526,7 +535,9 @@ static void arrive_prefetch_next(const void *obj, uint64_t arg)
 }
 
 /* ... and one pop later, with the port's first line in cache: its credit ring's head (arrived credits are
- * taken in first). */
+ * taken in first).  A packet on its last hop (to an endpoint port) also had its message fetched at stage 0
+ * and its flow and fabric message at stage 1: now its flow's endpoint and the tails its ack and congestion
+ * feedback records are linked to (df_eject, df_cc_egress). */
 static void arrive_prefetch_last(const void *obj, uint64_t arg)
 {
 	const struct df *d = obj;
@@ -534,7 +545,17 @@ static void arrive_prefetch_last(const void *obj, uint64_t arg)
 	const struct df_rsw *s = d->sw[pkt->sw];
 	if (!s || !(pkt->flags & DF_PKT_ROUTED))
 		return;
-	const struct df_oport *op = s->port[arrive_out(d, pkt)];
+	uint32_t out = arrive_out(d, pkt);
+	if (out < d->local0) {
+		/* the flow's tails its ack or congestion feedback record joins, and its endpoint */
+		const struct df_flow *f = pkt->msg->flow;
+		__builtin_prefetch(f->ep);
+		if (f->ack_tail)
+			__builtin_prefetch(f->ack_tail, 1);
+		if (f->fb_tail)
+			__builtin_prefetch(f->fb_tail, 1);
+	}
+	const struct df_oport *op = s->port[out];
 	if (op && op->cr && op->cr_n)
 		__builtin_prefetch(&op->cr[op->cr_head & op->cr_mask]);
 }
