@@ -39,6 +39,23 @@ def test_mpi_survives_unusable_buffer_settings(env):
     assert r.returncode == 0 and "PASSED mpi_checks on 4 ranks" in out, out[-3000:]
 
 
+def test_le_exhaustion_in_hardware_mode_says_why_and_hybrid_recovers():
+    """One LE per pool (nic.le_pool_max_alloc 1): in hardware matching, flow control cannot recover the LEs,
+    which upstream's provider treats as fatal (it aborts the process).  Here the endpoint stops and its
+    operations fail with FI_EIO, and the user is told why and what to do -- before, the daemon's line went
+    to its discarded log, and all the user saw was Open MPI dying of SIGSEGV.  With the remedy the message
+    names (hybrid or software matching), the same job passes."""
+    sets = {"nic.le_pool_max_alloc": 1}
+    r = cxisim_exec([*MPIRUN, "-np", "2", prog("mpi_checks")], timeout=120, sets=sets)
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert re.search(r"cxisimd: warning: mpi_checks \(pid \d+, rank [01]\) endpoint \d+ stopped, every operation "
+                     r"fails with FI_EIO .*FI_CXI_RX_MATCH_MODE=\[hybrid\|software\] is required", r.stderr), r.stderr
+    for mode in ("hybrid", "software"):
+        r = cxisim_exec([*MPIRUN, "-np", "4", prog("mpi_checks")], timeout=120, sets=sets,
+                        env={"FI_CXI_RX_MATCH_MODE": mode})
+        assert r.returncode == 0 and "PASSED mpi_checks on 4 ranks" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
 def test_mpi_uses_cxi_provider(tmp_path):
     """The OFI MTL selected our provider on both ranks, and the traffic went through the daemon's NICs."""
     r = cxisim_exec([*MPIRUN, "--mca", "opal_common_ofi_verbose", "100", "--mca", "mtl_base_verbose", "100",
