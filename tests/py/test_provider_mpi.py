@@ -56,6 +56,20 @@ def test_le_exhaustion_in_hardware_mode_says_why_and_hybrid_recovers():
         assert r.returncode == 0 and "PASSED mpi_checks on 4 ranks" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
+FEATURES = os.path.join(os.path.dirname(__file__), "..", "progs", "provider", "mpi_features.py")
+
+
+@pytest.mark.parametrize("mode, sets", [("hardware", None), ("software", None), ("hybrid", None),
+                                        ("hybrid", {"nic.le_pool_max_alloc": 2})])
+def test_mpi_features(mode, sets):
+    """tests/progs/provider/mpi_features.py on 8 ranks in each receive matching mode, and in hybrid mode with
+    2 LEs per pool (the LE exhaustion hardware mode cannot survive, test above)."""
+    r = cxisim_exec([*MPIRUN, "-np", "8", "/usr/bin/python3", FEATURES], timeout=300, sets=sets,
+                    env={"FI_CXI_RX_MATCH_MODE": mode})
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "PASSED mpi_features on 8 ranks" in out and "FAIL" not in out, out[-3000:]
+
+
 def test_mpi_uses_cxi_provider(tmp_path):
     """The OFI MTL selected our provider on both ranks, and the traffic went through the daemon's NICs."""
     r = cxisim_exec([*MPIRUN, "--mca", "opal_common_ofi_verbose", "100", "--mca", "mtl_base_verbose", "100",
