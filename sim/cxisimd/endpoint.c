@@ -458,8 +458,14 @@ static void on_fatal(void *ctx, struct sw_ep *sw, const char *msg)
 	if (ep->fatal)
 		return;
 	ep->fatal = true;
-	if (!ep->o.c->d->quiet)
-		fprintf(stderr, "cxisimd: client %u endpoint %u: fatal: %s\n", ep->o.c->id, ep->o.id, msg);
+	/* Printed even with --quiet, as a warning `cxisim exec` passes on: upstream's provider aborts the
+	 * process here (CXIP_FATAL), so this line is the only word of why its operations now fail with
+	 * FI_EIO -- and of the remedy (e.g. hybrid or software matching when LEs run out). */
+	const struct client *c = ep->o.c;
+	size_t n = strlen(msg);
+	fprintf(stderr, "cxisimd: warning: %s (pid %d, rank %d) endpoint %u stopped, every operation fails with "
+		"FI_EIO (fatal in upstream's provider, which aborts): %.*s\n", c->progname, (int)c->pid, c->rank,
+		ep->o.id, (int)(n && msg[n - 1] == '\n' ? n - 1 : n), msg);
 	/* Every operation in flight fails with FI_EIO; later commands fail the same way (ep_drain_cmdq).  The
 	 * operations stay on the list: the NIC model may still hold them (a posted receive, a send waiting
 	 * for its ack) and complete them later, or the endpoint's close frees them.  Freed here, such a late

@@ -292,6 +292,9 @@ static int op_attach(struct client *c, const struct ctl_attach_req *req, struct 
 	c->rank = req->rank;
 	memcpy(c->progname, req->progname, sizeof(c->progname));
 	c->progname[sizeof(c->progname) - 1] = 0;
+	for (char *p = c->progname; *p; p++) /* the client's word, printed in the daemon's log lines */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	c->pcb_len = (sizeof(struct pcb_shm) + 4095) & ~(size_t)4095;
 	void *map;
 	int fd = shm_create("cxisim-pcb", c->pcb_len, &map);

@@ -171,8 +171,30 @@ static void env_store(struct sw_env *e, const struct env_var *v, uint64_t x)
 /* The corrections upstream's cxip_env_init makes to values it cannot use, here for every way values arrive
  * (a process's FI_CXI_* through the daemon, a scenario's cxi section): a request buffer smaller than one
  * eager message and its header left software receives waiting forever for room. */
+static void env_clamp(struct sw_env *e)
+{
+	char *base = (char *)e;
+	for (size_t i = 0; i < ARRAY_SIZE(env_vars); i++) {
+		const struct env_var *v = &env_vars[i];
+		uint64_t x;
+		if (v->type == ENV_U32)
+			x = *(uint32_t *)(base + v->off);
+		else if (v->type == ENV_U64)
+			x = *(uint64_t *)(base + v->off);
+		else
+			continue;
+		env_store(e, v, x < v->min ? v->min : x > v->max ? v->max : x);
+	}
+}
+
 void sw_env_correct(struct sw_env *e)
 {
+	/* Values that arrive unchecked (an endpoint open request carries the provider's FI_CXI_* as the
+	 * process read them, or as a hand-written ring says) are brought into the ranges the FI_CXI_* and
+	 * scenario paths refuse values outside of: an overflow buffer of 1 byte, or none posted
+	 * (FI_CXI_OFLOW_BUF_MIN_POSTED=0), left hardware matching disabling and re-enabling the portal
+	 * forever, since no unexpected message could ever land (Open MPI's mpi_checks hung). */
+	env_clamp(e);
 	e->msg_offload = e->rx_match_mode != SW_MATCH_SOFTWARE;
 	if (e->rdzv_threshold > e->oflow_buf_size) {
 		/* Upstream resets it to the default even when that is still above the buffer (and its get-minimum

@@ -27,6 +27,49 @@ def test_mpi_checks(ranks, time_mode):
         assert re.search(rf"^ok\s+{re.escape(what)}", out, re.M), what
 
 
+@pytest.mark.parametrize("env", [{"FI_CXI_OFLOW_BUF_SIZE": "1"}, {"FI_CXI_OFLOW_BUF_MIN_POSTED": "0"},
+                                 {"FI_CXI_OFLOW_BUF_SIZE": "1", "FI_CXI_RX_MATCH_MODE": "hybrid"}])
+def test_mpi_survives_unusable_buffer_settings(env):
+    """A 1-byte overflow buffer, or none posted, holds no unexpected message: every one was dropped, the
+    portal disabled and re-enabled, and the job ran forever (8.4 M limit hits, 16.8 M drops in 60 s).  The
+    daemon brings such values to the smallest it accepts from a scenario (4 KiB, 1 buffer), and the job
+    passes."""
+    r = cxisim_exec([*MPIRUN, "-np", "4", prog("mpi_checks")], timeout=120, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "PASSED mpi_checks on 4 ranks" in out, out[-3000:]
+
+
+def test_le_exhaustion_in_hardware_mode_says_why_and_hybrid_recovers():
+    """One LE per pool (nic.le_pool_max_alloc 1): in hardware matching, flow control cannot recover the LEs,
+    which upstream's provider treats as fatal (it aborts the process).  Here the endpoint stops and its
+    operations fail with FI_EIO, and the user is told why and what to do -- before, the daemon's line went
+    to its discarded log, and all the user saw was Open MPI dying of SIGSEGV.  With the remedy the message
+    names (hybrid or software matching), the same job passes."""
+    sets = {"nic.le_pool_max_alloc": 1}
+    r = cxisim_exec([*MPIRUN, "-np", "2", prog("mpi_checks")], timeout=120, sets=sets)
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert re.search(r"cxisimd: warning: mpi_checks \(pid \d+, rank [01]\) endpoint \d+ stopped, every operation "
+                     r"fails with FI_EIO .*FI_CXI_RX_MATCH_MODE=\[hybrid\|software\] is required", r.stderr), r.stderr
+    for mode in ("hybrid", "software"):
+        r = cxisim_exec([*MPIRUN, "-np", "4", prog("mpi_checks")], timeout=120, sets=sets,
+                        env={"FI_CXI_RX_MATCH_MODE": mode})
+        assert r.returncode == 0 and "PASSED mpi_checks on 4 ranks" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+FEATURES = os.path.join(os.path.dirname(__file__), "..", "progs", "provider", "mpi_features.py")
+
+
+@pytest.mark.parametrize("mode, sets", [("hardware", None), ("software", None), ("hybrid", None),
+                                        ("hybrid", {"nic.le_pool_max_alloc": 2})])
+def test_mpi_features(mode, sets):
+    """tests/progs/provider/mpi_features.py on 8 ranks in each receive matching mode, and in hybrid mode with
+    2 LEs per pool (the LE exhaustion hardware mode cannot survive, test above)."""
+    r = cxisim_exec([*MPIRUN, "-np", "8", "/usr/bin/python3", FEATURES], timeout=300, sets=sets,
+                    env={"FI_CXI_RX_MATCH_MODE": mode})
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "PASSED mpi_features on 8 ranks" in out and "FAIL" not in out, out[-3000:]
+
+
 def test_mpi_uses_cxi_provider(tmp_path):
     """The OFI MTL selected our provider on both ranks, and the traffic went through the daemon's NICs."""
     r = cxisim_exec([*MPIRUN, "--mca", "opal_common_ofi_verbose", "100", "--mca", "mtl_base_verbose", "100",
