@@ -16,6 +16,7 @@
 #define CXISIM_DRAGONFLY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -181,7 +182,8 @@ struct df_credit {
 };
 
 /* A link transmitter: a switch output port, or an endpoint's injection port.  The first cache line holds
- * what every packet touches.
+ * what every packet touches: a packet's arrival and departure and a superseded kick read that line only (at
+ * a million endpoints the ports are cold, and each line is a miss).
  *
  * Credits come back through the link's credit channel `cr` (a ring ordered by arrival time) rather than as
  * one event each: the transmitter takes in those that have arrived whenever it looks at its credits, and
@@ -190,26 +192,29 @@ struct df_credit {
 struct __attribute__((aligned(64))) df_oport {
 	simtime_t link_free;
 	simtime_t cr_next;      /* arrival of the first credit on its way back (SIM_TIME_MAX: none) */
-	simtime_t kick_at;      /* when the armed kick fires */
 	struct df_credit *cr;   /* credits on their way back, by arrival time: ring of cr_mask + 1 */
+	uint64_t vclock;        /* virtual time of the last class served */
 	uint32_t link_lat;      /* ps (at most 1 ms) */
-	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
+	uint32_t kick_gen;      /* a kick event whose arg differs was superseded */
 	uint32_t cr_head, cr_n, cr_mask;
-	uint32_t active;        /* bit per class with queued bytes */
 	uint32_t peer;          /* downstream switch, or endpoint for DF_OP_EJECT */
+	uint8_t active;         /* bit per class with queued bytes (DF_MAX_TC bits) */
 	uint8_t kind;
 	uint8_t kick_armed;
 	uint8_t credit_wait;    /* link free, packets waiting, none fits the credits: wake on a credit */
 	uint8_t global;         /* a global link (counts global hops) */
-	/* second line */
-	uint64_t vclock;        /* virtual time of the last class served */
+	uint8_t peer_port;
+	/* second line: what a kick that runs (not a superseded one), adaptive routing's depth estimate and
+	 * a re-arm of an armed kick read */
+	simtime_t kick_at;      /* when the armed kick fires */
 	struct df *df;
 	void *owner;            /* struct df_rsw * or struct df_ep * */
-	uint32_t kick_gen;      /* a kick event whose arg differs was superseded */
-	uint8_t peer_port;
+	uint32_t credit_rtt;    /* bytes of credit a busy link holds: a credit round trip at line rate + a unit */
 	uint8_t port;
 	struct df_otc tc[];
 };
+_Static_assert(offsetof(struct df_oport, peer_port) < 64, "the hot part of df_oport is its first cache line");
+_Static_assert(DF_MAX_TC <= 8, "df_oport.active has a bit per class");
 
 /* A Rosetta switch, allocated when traffic first reaches it. */
 struct df_rsw {

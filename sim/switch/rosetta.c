@@ -493,15 +493,20 @@ static void arrive_prefetch(const void *obj, uint64_t arg)
 	if (!s)
 		return;
 	__builtin_prefetch(s);
-	if (pkt->flags & DF_PKT_ROUTED)
-		__builtin_prefetch(&s->port[arrive_out(d, pkt)]);
-	else
+	if (pkt->flags & DF_PKT_ROUTED) {
+		uint32_t out = arrive_out(d, pkt);
+		__builtin_prefetch(&s->port[out]);
+		if (out < d->local0)
+			__builtin_prefetch(pkt->msg); /* the last hop: ejection and congestion feedback read it */
+	} else {
 		__builtin_prefetch(pkt->msg);
+	}
 	__builtin_prefetch(pkt->up);
 }
 
-/* ... and one pop ahead, the level after: the output port's record and class, the slot of the upstream
- * credit ring the returned credit is compared with and written to, an unrouted packet's flow. */
+/* ... and one pop ahead, the level after: the output port's record and class (both lines: vtime,
+ * telemetry and congestion control are on the second), the slot of the upstream credit ring the
+ * returned credit is compared with and written to, an unrouted packet's flow. */
 static void arrive_prefetch_next(const void *obj, uint64_t arg)
 {
 	const struct df *d = obj;
@@ -510,10 +515,16 @@ static void arrive_prefetch_next(const void *obj, uint64_t arg)
 	if (!s)
 		return;
 	if (pkt->flags & DF_PKT_ROUTED) {
-		const struct df_oport *op = s->port[arrive_out(d, pkt)];
+		uint32_t out = arrive_out(d, pkt);
+		const struct df_oport *op = s->port[out];
 		if (op) {
 			__builtin_prefetch(op);
 			__builtin_prefetch(&op->tc[pkt->tc]);
+			__builtin_prefetch((const char *)&op->tc[pkt->tc] + 64);
+		}
+		if (out < d->local0) {
+			__builtin_prefetch(pkt->msg->flow);
+			__builtin_prefetch(pkt->msg->m);
 		}
 	} else if (pkt->msg) {
 		__builtin_prefetch(pkt->msg->flow);
@@ -524,7 +535,9 @@ static void arrive_prefetch_next(const void *obj, uint64_t arg)
 }
 
 /* ... and one pop later, with the port's first line in cache: its credit ring's head (arrived credits are
- * taken in first). */
+ * taken in first).  A packet on its last hop (to an endpoint port) also had its message fetched at stage 0
+ * and its flow and fabric message at stage 1: now its flow's endpoint and the tails its ack and congestion
+ * feedback records are linked to (df_eject, df_cc_egress). */
 static void arrive_prefetch_last(const void *obj, uint64_t arg)
 {
 	const struct df *d = obj;
@@ -532,20 +545,34 @@ static void arrive_prefetch_last(const void *obj, uint64_t arg)
 	const struct df_rsw *s = d->sw[pkt->sw];
 	if (!s || !(pkt->flags & DF_PKT_ROUTED))
 		return;
-	const struct df_oport *op = s->port[arrive_out(d, pkt)];
+	uint32_t out = arrive_out(d, pkt);
+	if (out < d->local0) {
+		/* the flow's tails its ack or congestion feedback record joins, and its endpoint */
+		const struct df_flow *f = pkt->msg->flow;
+		__builtin_prefetch(f->ep);
+		if (f->ack_tail)
+			__builtin_prefetch(f->ack_tail, 1);
+		if (f->fb_tail)
+			__builtin_prefetch(f->fb_tail, 1);
+	}
+	const struct df_oport *op = s->port[out];
 	if (op && op->cr && op->cr_n)
 		__builtin_prefetch(&op->cr[op->cr_head & op->cr_mask]);
 }
 
 /* df_ev_kick(port, gen), two pops ahead (the queue fetched the port's first line four pops ahead): the
- * classes with queued bytes, the credit ring's head, an injection port's endpoint. */
+ * port's second line (df, owner), the classes with queued bytes (both lines: arbitration reads the first,
+ * the departure writes the second), the credit ring's head, an injection port's endpoint. */
 static void kick_prefetch(const void *obj, uint64_t arg)
 {
 	const struct df_oport *op = obj;
 	if (!op->kick_armed || arg != op->kick_gen)
 		return;
-	for (uint32_t m = op->active; m; m &= m - 1)
+	__builtin_prefetch((const char *)op + 64);
+	for (uint32_t m = op->active; m; m &= m - 1) {
 		__builtin_prefetch(&op->tc[__builtin_ctz(m)]);
+		__builtin_prefetch((const char *)&op->tc[__builtin_ctz(m)] + 64);
+	}
 	if (op->cr && op->cr_n)
 		__builtin_prefetch(&op->cr[op->cr_head & op->cr_mask]);
 	if (op->kind == DF_OP_INJECT)
