@@ -6,6 +6,7 @@ import sys
 
 from . import InputError
 from . import cmd_exec
+from . import run as runmod
 from .capture import CaptureError, read_capture
 
 HELP = "record a real run (messages, payloads, memory regions) for the replay workload"
@@ -46,7 +47,7 @@ def main(args):
     out = os.path.abspath(args.output)
     # Written whole or not at all, as exec's --out: the daemon records into a file beside OUT, renamed onto
     # it once the capture reads back; bad input (exit 2) or a failed run leaves OUT as it was.
-    part = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}")
+    part = runmod.staging_path(out)
     args.daemon_args = ["--capture", part, "--capture-max-payload", str(args.max_payload),
                         "--capture-max-image", str(args.max_image)]
     try:

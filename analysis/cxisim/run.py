@@ -81,6 +81,12 @@ def default_run_name(seed, sets):
     return name
 
 
+def staging_path(final):
+    """Where FINAL is written before it is renamed into place: a hidden sibling named after it and this
+    process, so that an interrupted or failed write never leaves a half-written FINAL."""
+    return os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp-{os.getpid()}")
+
+
 def missing_dirs(path):
     """Directories of `path` that do not exist yet, deepest first."""
     out = []
@@ -117,7 +123,7 @@ def run_scenario(path, sets=None, seed=None, out="out", run_name=None, quiet=Fal
     if not os.access(engine, os.X_OK):
         raise RuntimeError(f"engine binary {engine} not found: run `make` first")
     created = missing_dirs(parent)
-    tmp = os.path.join(parent, f".{os.path.basename(final)}.tmp-{os.getpid()}")
+    tmp = staging_path(final)
     try:
         os.makedirs(parent, exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -123,7 +123,7 @@ class Sweep:
         parent = self.dir
         final = os.path.join(parent, self.run_names[i])
         os.makedirs(parent, exist_ok=True)
-        tmp = os.path.join(parent, f".{self.run_names[i]}.tmp-{os.getpid()}")
+        tmp = runmod.staging_path(final)
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
         try:

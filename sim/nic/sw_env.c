@@ -168,9 +168,7 @@ static void env_store(struct sw_env *e, const struct env_var *v, uint64_t x)
 #define REQ_BUF_HEADER_MAX 63u
 #define SW_RX_TX_INIT_MIN 64u /* upstream CXIP_SW_RX_TX_INIT_MIN */
 
-/* The corrections upstream's cxip_env_init makes to values it cannot use, here for every way values arrive
- * (a process's FI_CXI_* through the daemon, a scenario's cxi section): a request buffer smaller than one
- * eager message and its header left software receives waiting forever for room. */
+/* Every numeric value into its FI_CXI_* range (the env_vars rows). */
 static void env_clamp(struct sw_env *e)
 {
 	char *base = (char *)e;
@@ -187,6 +185,9 @@ static void env_clamp(struct sw_env *e)
 	}
 }
 
+/* The corrections upstream's cxip_env_init makes to values it cannot use, here for every way values arrive
+ * (a process's FI_CXI_* through the daemon, a scenario's cxi section): a request buffer smaller than one
+ * eager message and its header left software receives waiting forever for room. */
 void sw_env_correct(struct sw_env *e)
 {
 	/* Values that arrive unchecked (an endpoint open request carries the provider's FI_CXI_* as the
