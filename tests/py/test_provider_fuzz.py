@@ -8,25 +8,23 @@ behind it); a blocking control call behind a command refused for a full event qu
 time.  A failing seed replays with FUZZ_TRACE=1 (every operation and completion) and FUZZ_SKIP=letters
 (operation kinds left out) to narrow it down.
 
-Open: at 2,000 rounds, on a loaded or sanitized run (about 1 file run in 4 under SANITIZE=1, 1 in 9
-unsanitized under load), one or two 1 MiB tagged rendezvous sends to a peer re-inserted into the AV never
-complete, although the drain posts matching receives.  Narrowed on Nov 28 (session 27) with the daemon
-instrumented: reproducible at about 1 run in 17 with seed 3, virtual time, 2,000 rounds, the sanitized build,
-three runs at once beside six CPU hogs; without hogs 0 of 114.  The sender gets the Put's ACK (C_RC_OK) and
-never the GET of its rendezvous source; the target's software never sees a PUT, PUT_OVERFLOW or RENDEZVOUS
-event for that message, and at close its software unexpected list, pending Gets and Get wait list are
-empty -- so the Put was accepted by an LE whose events software never receives, or its header sits on a
-hardware list no receive's append searches.  The CI runs use 1,000 rounds: 160 runs of them (80 sanitized)
-passed."""
+The 2,000-round loss seen until Nov 28 (one 64 KiB-2 MiB tagged rendezvous send never completing, about 1
+run in 17 under load or the sanitizers) was the drain's own defect, not the provider's: the drain capped its
+catch-all receives at 64 live receives per endpoint but counted the fuzz's own, and an endpoint left with 64
+or more receives that match nothing (a tag, source or size no send has) got no catch-all at all; the send's
+header sat on the hardware unexpected list, peeked once, until the 60 s bound.  Found with the daemon
+instrumented (every Put's match, every Append's walk of the unexpected list, every event): the drain never
+posted a receive.  Seed 168 at cpu_scale 0 failed 1 run in about 20 before (4 of seeds 1-400), 0 of 100
+after; the drain now counts only its own receives."""
 import pytest
 
 from provider_helpers import cxisim_exec, prog
 
 
 @pytest.mark.parametrize("time_mode", ["virtual", "realtime"])
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 168])
 def test_api_fuzz_loses_no_operation(seed, time_mode):
-    r = cxisim_exec([prog("prov_fuzz_api"), str(seed), "1000"], timeout=300, time_mode=time_mode)
+    r = cxisim_exec([prog("prov_fuzz_api"), str(seed), "2000"], timeout=300, time_mode=time_mode)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-4000:]
     assert "PASSED prov_fuzz_api" in out and "FAIL" not in out, out[-4000:]
