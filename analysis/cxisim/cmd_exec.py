@@ -19,7 +19,8 @@ DESCRIPTION = ("Start the emulation daemon cxisimd with SCENARIO (default scenar
                "run CMD with the environment that makes libfabric load cxisim's provider \"cxi\" "
                "(FI_PROVIDER_PATH, CXISIM_SOCKET), then stop the daemon.  Exits with CMD's status.  Time is "
                "virtual by default (the daemon runs the simulated machine's time in lockstep with the "
-               "application threads' virtual clocks); --time realtime follows the wall clock.  With --out "
+               "application threads' virtual clocks; application CPU time is free unless the scenario or "
+               "--set cpu_scale=1 charges it); --time realtime follows the wall clock.  With --out "
                "the run directory gets scenario.json, metrics.json, telemetry.csv, timeseries.csv and "
                "run.json, as `cxisim run` writes them.")
 
