@@ -147,7 +147,10 @@ static void complete(void *ctx, uint64_t flags, int err, const char *from)
 	s->done++;
 	if (trace)
 		printf("done %d '%s' err %d flags 0x%" PRIx64 "\n", (int)(s - slots), s->what, err, flags);
-	bool last = s->kind != K_MRECV || (flags & FI_MULTI_RECV) || err;
+	/* A multi-receive buffer is released by the completion that carries FI_MULTI_RECV, error or not: a
+	 * message truncated to the space left reports FI_ETRUNC, and one matched earlier may still complete
+	 * after it (a rendezvous waits for its Get). */
+	bool last = s->kind != K_MRECV || (flags & FI_MULTI_RECV);
 	if (last) {
 		s->final = true;
 		s->live = false;
