@@ -53,7 +53,7 @@ struct emu_cfg {
 	uint64_t park_timeout_ns; /* virtual: wall time a parked thread waits with nothing changing */
 	simtime_t retry;         /* virtual: idle time after a full command queue */
 	bool keep_cores_awake;   /* virtual, cpu_scale > 0: idle-class spinners on every core (awake.c) */
-	double cpu_latency_qos_us; /* virtual, cpu_scale > 0: the CPU latency request held while attached; -1 none (hostidle.c) */
+	double cpu_latency_qos_us; /* virtual: the CPU latency request held while attached; -1 none (hostidle.c) */
 	uint32_t span_clip_ns;   /* virtual, cpu_scale > 0: the span clip's bound (provider/vtime.c) */
 	uint32_t span_clip_q_pm; /* the span clip's quantile, per mille (500: the median) */
 	bool span_clip_after_park, span_clip_end_site; /* clip only post-park spans; key = ending site alone */
