@@ -198,6 +198,7 @@ struct cxip_dev {
 	double cpu_scale;      /* pcb->cpu_scale, copied at attach: the pcb's first line is the daemon's (vtime.c) */
 	uint32_t span_clip_ns; /* pcb->span_clip_ns, copied at attach (vtime.c: the span clip) */
 	uint32_t span_clip_q_pm, span_clip_flags; /* pcb->span_clip_q_pm, span_clip_flags, copied alike */
+	uint64_t spin_read_ps; /* pcb->spin_read_ns in ps (vtime.c: a spin on the clock at cpu_scale 0) */
 	int pcb_efd;           /* rung when the daemon waits for one of this process's threads */
 	_Atomic uint64_t local_wakes; /* cxip_vt_wake_local calls (fi_cq_signal, fi_eq_write): vtime.c op_wait */
 	struct cxip_pollable *pollables; /* CQs and EQs: what an idle thread checks before it parks */
@@ -231,7 +232,7 @@ void cxip_dev_del_pollable(struct cxip_dev *dev, void *obj);
 bool cxip_dev_anything_pending(struct cxip_dev *dev, uint64_t *changes);
 
 /* ---- virtual time (vtime.c) ---- */
-void cxip_vt_register(bool on);          /* offer the clock ops to libcxisim-clock.so, if loaded */
+void cxip_vt_register(const struct cxip_dev *dev); /* offer the clock ops to libcxisim-clock.so, if loaded (NULL: withdraw) */
 void cxip_vt_internal_thread(void);      /* the calling thread is the provider's own: real clocks */
 void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot);
 uint64_t cxip_vt_charge(struct cxip_dev *dev); /* charge CPU time, publish; the thread's clock */

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 /* Registered by the provider with the clock interposer when a process attaches in virtual time. */
-#define CXISIM_CLOCK_OPS_VERSION 2
+#define CXISIM_CLOCK_OPS_VERSION 3
 struct cxisim_clock_ops {
 	uint32_t version;
 	/* The calling thread's virtual time in picoseconds (the thread gets its slot on first use, its CPU
@@ -46,6 +46,10 @@ struct cxisim_clock_ops {
 	 * answer and nothing else (leave is then a no-op). */
 	int (*enter)(uint64_t *ps);
 	void (*leave)(void);
+	/* Version 3.  The daemon's emulation.cpu_scale, the rate at which the provider charges CPU time: the
+	 * CPU clocks (clock(), times(), the CPU-time clock ids) read the real CPU time times this, so they agree
+	 * with what the thread is charged whatever scenario set it (or left it at its default). */
+	double cpu_scale;
 };
 /* Exported by libcxisim-clock.so (LD_PRELOADed by `cxisim exec`, so its symbols are global). The
  * provider finds it with dlsym(RTLD_DEFAULT, "cxisim_clock_register") at attach; absent = no

@@ -422,6 +422,7 @@ static int attach(struct cxip_dev *dev)
 	dev->span_clip_ns = dev->pcb->span_clip_ns;
 	dev->span_clip_q_pm = dev->pcb->span_clip_q_pm;
 	dev->span_clip_flags = dev->pcb->span_clip_flags;
+	dev->spin_read_ps = (uint64_t)dev->pcb->spin_read_ns * 1000;
 	/* Let the daemon's DMA engine reach this process's memory (Yama ptrace scope 1). */
 	prctl(PR_SET_PTRACER, (unsigned long)dev->info.daemon_pid, 0, 0, 0);
 	return 0;
@@ -497,7 +498,7 @@ int cxip_dev_get(struct cxip_dev **out)
 	atomic_store(&the_dev, dev);
 	*out = dev;
 	if (dev->virt)
-		cxip_vt_register(true); /* the clock interposer, if preloaded, now answers with virtual time */
+		cxip_vt_register(dev); /* the clock interposer, if preloaded, now answers with virtual time */
 	dev = NULL;
 	ret = 0;
 out:
@@ -528,7 +529,7 @@ void cxip_dev_fini(void)
 	if (!dev || dev_owner_pid != getpid())
 		return;
 	if (dev->virt)
-		cxip_vt_register(false);
+		cxip_vt_register(NULL);
 	cxip_dev_call(dev, CTL_DETACH, NULL, 0, NULL, 0, NULL, NULL);
 	char c = 0;
 	ssize_t r = write(dev->wake_pipe[1], &c, 1);

@@ -124,6 +124,17 @@ static __thread uint64_t my_cpu_base;  /* CPU time already charged */
  * charged), and further charges within the call read no clock (nothing of the application to charge). */
 static __thread bool in_call;
 #define CPU_BASE_IN_CALL UINT64_MAX
+/* Clock reads through the interposer in a row (no provider call, no wait since).  With cpu_scale 0 nothing
+ * else moves a busy thread's clock, so a program that spins on the clock outside the provider (a busy wait
+ * for 1 ms) would read the same time forever and hold the engine back -- with nothing else pending, for good
+ * (Shadow's deadlock): past SPIN_FREE_READS in a row, each read costs emulation.spin_read_ns, what the read
+ * itself costs on a real core.  The first ones are free, so a program that reads the clock a few times
+ * between provider calls (Open MPI's progress loop, NetPIPE's timer, two reads around a computation) and the
+ * interposer's own reads in a timed wait (its timers' expiry checks) move nothing: the timed-wait tests
+ * (test_clock_timers.py, test_clock_syscalls.py) measure their waits to the nanosecond, and charging from the
+ * second read on added 35 ns to them. */
+#define SPIN_FREE_READS 16
+static __thread uint32_t reads_in_row;
 
 /* The thread's CPU time, or 0 when CPU time is free (cpu_scale 0: nothing uses it, so no read at all). */
 static uint64_t cpu_sample(struct cxip_dev *dev)
@@ -413,6 +424,14 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 		}
 		my_cpu_base = cpu;
 	}
+	bool plain_read = !entered && !enter && !in_call;
+	reads_in_row = plain_read && !resumed ? reads_in_row + 1 : plain_read;
+	if (reads_in_row > SPIN_FREE_READS && !(dev->cpu_scale > 0) && dev->spin_read_ps) {
+		if (hold)
+			exc_ps += dev->spin_read_ps; /* an excursion's, as its CPU would be */
+		else
+			atomic_store(&t->vclock_ps, atomic_load(&t->vclock_ps) + dev->spin_read_ps);
+	}
 	if (hold && entered) {
 		atomic_store(&t->excursion, 0); /* the call decides: the same poll again drops exc_ps, else applies it */
 		exc_held = true;
@@ -475,6 +494,7 @@ void cxip_vt_slot_claimed(struct cxip_dev *dev, int slot)
 	/* A new thread starts idle (nobody wakes it: PCB_WAIT_NONE), then resumes at the horizon, so the daemon
 	 * never sees it busy with a clock it has not set yet. */
 	in_call = false;
+	reads_in_row = 0;
 	if (dev->cpu_scale > 0)
 		read_cost_floor();
 	my_cpu_base = cpu_sample(dev);
@@ -736,7 +756,7 @@ static struct pcb_thread *user_self(struct cxip_dev *dev)
 	return s >= 0 ? &dev->pcb->threads[s] : NULL;
 }
 
-static const struct cxisim_clock_ops clock_ops;
+static struct cxisim_clock_ops clock_ops;
 
 static int now_ending(uint64_t *ps, const struct span_end *end, bool enter)
 {
@@ -829,7 +849,7 @@ static int op_wait(uint64_t deadline, uint64_t *now)
 	return 0;
 }
 
-static const struct cxisim_clock_ops clock_ops = {
+static struct cxisim_clock_ops clock_ops = {
 	.version = CXISIM_CLOCK_OPS_VERSION,
 	.now = op_now,
 	.sleep_until = op_sleep_until,
@@ -841,9 +861,11 @@ static const struct cxisim_clock_ops clock_ops = {
 
 typedef void (*clock_register_fn)(const struct cxisim_clock_ops *);
 
-void cxip_vt_register(bool on)
+void cxip_vt_register(const struct cxip_dev *dev)
 {
 	clock_register_fn reg = (clock_register_fn)dlsym(RTLD_DEFAULT, "cxisim_clock_register");
+	if (dev)
+		clock_ops.cpu_scale = dev->cpu_scale; /* one daemon, one value: set once, before the ops are offered */
 	if (reg)
-		reg(on ? &clock_ops : NULL);
+		reg(dev ? &clock_ops : NULL);
 }

@@ -20,7 +20,8 @@ DESCRIPTION = ("Start the emulation daemon cxisimd with SCENARIO (default scenar
                "(FI_PROVIDER_PATH, CXISIM_SOCKET) and Open MPI use it (OMPI_MCA_pml=cm, OMPI_MCA_mtl=ofi, "
                "OMPI_MCA_mtl_ofi_provider_include=cxi, unless already set), then stop the daemon.  Exits with CMD's status.  Time is "
                "virtual by default (the daemon runs the simulated machine's time in lockstep with the "
-               "application threads' virtual clocks); --time realtime follows the wall clock.  With --out "
+               "application threads' virtual clocks; application CPU time is free unless the scenario or "
+               "--set cpu_scale=1 charges it); --time realtime follows the wall clock.  With --out "
                "the run directory gets scenario.json, metrics.json, telemetry.csv, timeseries.csv and "
                "run.json, as `cxisim run` writes them.")
 

@@ -7,8 +7,9 @@
  * epoch[F] is the real clock when `cxisim exec` started (CXISIM_CLOCK_EPOCH), so the processes of a run
  * share one timeline and REALTIME reads as a date of the run; the max() keeps a process that read the
  * real clock before it attached from ever seeing time go backwards (it then continues from its real time).
- * CPU clocks read the real CPU time times CXISIM_CPU_SCALE (the scenario's cpu_scale), the rate at which
- * the provider charges CPU time to the thread's virtual clock; without it they are real. */
+ * CPU clocks read the real CPU time times CXISIM_CPU_SCALE (the scenario's cpu_scale), else the cpu_scale the
+ * provider registers with its ops (the daemon's, default included): the rate at which the provider charges
+ * CPU time to the thread's virtual clock; with neither they are real. */
 #include "interposer.h"
 
 #include <dlfcn.h>
@@ -17,6 +18,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,7 @@ static uint64_t g_epoch[CLK_F_N];
 static uint64_t g_offset[CLK_F_N];
 static _Atomic int g_offset_state; /* 0 not computed, 1 being computed, 2 ready */
 static double g_cpu_scale = -1; /* < 0: CPU clocks stay real */
+static bool g_cpu_scale_given;  /* CXISIM_CPU_SCALE set it; else the registering provider does (ops v3) */
 
 static const clockid_t family_clock[CLK_F_N] = {CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_TAI};
 
@@ -104,6 +107,8 @@ CLK_EXPORT void cxisim_clock_register(const struct cxisim_clock_ops *ops)
 		atomic_store(&g_reg_lo, r.lo);
 		atomic_store(&g_reg_hi, r.hi);
 	}
+	if (ops->version >= 3 && !g_cpu_scale_given && ops->cpu_scale >= 0)
+		g_cpu_scale = ops->cpu_scale; /* before the ops are published: readers load them first */
 	atomic_store(&g_ops, ops);
 	if (getenv("CXISIM_CLOCK_DEBUG"))
 		fprintf(stderr, "cxisim-clock: ops registered (pid %d), tsc trap %d\n", (int)getpid(),
@@ -469,8 +474,10 @@ __attribute__((constructor)) static void clk_init(void)
 	if (s && *s) {
 		char *end;
 		double d = strtod(s, &end);
-		if (*end == '\0' && d >= 0)
+		if (*end == '\0' && d >= 0) {
 			g_cpu_scale = d;
+			g_cpu_scale_given = true;
+		}
 	}
 	pthread_atfork(NULL, NULL, forget_ops_in_child);
 	clk_tsc_init();

@@ -34,7 +34,7 @@ int clk_trap_virtual_ns(const struct cxisim_clock_ops *o, int family, uint64_t s
  * not to make the real call), and every return after a successful enter passes clk_leave. */
 int clk_enter_now(const struct cxisim_clock_ops *o, uint64_t *ps);
 void clk_leave(const struct cxisim_clock_ops *o);
-/* CXISIM_CPU_SCALE (< 0: not given, CPU clocks stay real). */
+/* CXISIM_CPU_SCALE, else the registered ops' cpu_scale (< 0: neither, CPU clocks stay real). */
 double clk_cpu_scale(void);
 /* The calling thread's virtual time in ps (no offset). */
 int clk_now_ps(const struct cxisim_clock_ops *o, uint64_t *ps);

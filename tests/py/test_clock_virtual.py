@@ -10,20 +10,24 @@ depend on how busy the host is.
 - NetPIPE (NPopenmpi) over Open MPI (cm PML, OFI MTL, cxi), cpu_scale 0: the model's 8-byte latency, the
   same small-message figures in two runs and under CPU hogs."""
 import itertools
+import json
 import re
 import statistics
 
 import pytest
 
-from provider_helpers import BUILD_DIR, pingpong_pair, cpu_hogs, cxisim_exec, emulation_counters
+from provider_helpers import BUILD_DIR, DEFAULT_SCENARIO, pingpong_pair, cpu_hogs, cxisim_exec, emulation_counters
 
 CLOCK_WORK = f"{BUILD_DIR}/tests/clock/clock_work"
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
           "--mca", "mtl_ofi_provider_include", "cxi", "--mca", "btl", "self"]
 
 
-def work_rows(mode, cpu_scale):
-    r = cxisim_exec([CLOCK_WORK, mode], sets={"cpu_scale": cpu_scale}, timeout=120)
+def work_rows(mode, cpu_scale, scenario=None):
+    """cpu_scale None: no setting (the scenario's, else the daemon's default); the dotted key sets the field in a
+    scenario file as in the template."""
+    sets = {} if cpu_scale is None else {"emulation.cpu_scale": cpu_scale}
+    r = cxisim_exec([CLOCK_WORK, mode], sets=sets, scenario=scenario, timeout=120)
     assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
     rows = [tuple(int(x) for x in ln.split()[1:]) for ln in r.stdout.splitlines() if ln.startswith(mode + " ")]
     assert len(rows) == 20, r.stdout
@@ -91,8 +95,10 @@ def test_cq_signal_ends_a_poll_on_the_cq_fd():
 
 
 def _excursion_rows(sets, nice=0):
-    """clock_work excursion under `sets`: its 20 round trips as (virtual ns, empty polls before the reply)."""
-    r = cxisim_exec([CLOCK_WORK, "excursion"], sets=sets, timeout=120, nice=nice)
+    """clock_work excursion under `sets` at cpu_scale 1 (the echo's 50 us of CPU is charged; with CPU time
+    free an excursion's CPU could not move the clock anyway): its 20 round trips as (virtual ns, empty polls
+    before the reply)."""
+    r = cxisim_exec([CLOCK_WORK, "excursion"], sets={"emulation.cpu_scale": 1, **sets}, timeout=120, nice=nice)
     assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
     rows = [(int(v), int(n)) for v, n in re.findall(r"^excursion (\d+) (\d+) 0$", r.stdout, re.M)]
     assert len(rows) == 20, r.stdout
@@ -178,9 +184,33 @@ def test_control_requests_take_effect_at_the_callers_time(tmp_path):
     assert c.get("causality_lag_count", 0) == 0, c
 
 
+# emulation.spin_read_ns: at cpu_scale 0 a clock read past the 16th in a row (no provider call or wait
+# between) costs this much virtual time, so that a spin on the clock ends (test_a_spin_on_the_clock_ends).
+SPIN_READ_NS = 35
+SPIN_FREE_READS = 16
+
+
 def test_cpu_burn_is_free_with_cpu_scale_0():
     rows = work_rows("burn", 0)
     assert all(r[0] == 0 for r in rows), rows
+
+
+@pytest.mark.parametrize("scenario", [None, "own"])
+def test_cpu_time_is_free_by_default(tmp_path, scenario):
+    """emulation.cpu_scale defaults to 0 (docs/provider.md "Why cpu_scale 0 is the default"): with no setting
+    the pinger's 1 ms burns between messages pass no virtual time, whether the scenario is exec's default
+    template or one without the field (the daemon's parameter default); --set cpu_scale=1 charges them (about
+    1 ms each: generous bounds, the precise 5% is test_cpu_burn_advances_virtual_time_by_cpu_scale's).
+    With the old default (1) both cases saw ~1 ms per burn."""
+    path = None
+    if scenario:
+        path = tmp_path / "scenario.json"
+        path.write_text(json.dumps(DEFAULT_SCENARIO))
+        assert "cpu_scale" not in path.read_text()
+    free = work_rows("burn", None, scenario=path)
+    assert all(r[0] == 0 and r[1] >= 900_000 for r in free), free
+    charged = work_rows("burn", 1, scenario=path)
+    assert all(r[0] >= 900_000 for r in charged), charged
 
 
 @pytest.mark.parametrize("cpu_scale", [1, 0])
@@ -204,6 +234,22 @@ def test_account_says_what_cpu_time_became(cpu_scale):
     assert "cxisim-vt-account" not in quiet.stderr
 
 
+def test_a_spin_on_the_clock_ends():
+    """A busy wait on CLOCK_MONOTONIC outside the provider (clock_work spin: until 1 ms has passed).  At
+    cpu_scale 0 (the default) CPU time moves no clock, so the spinner read the same time forever and held the
+    engine back: with the echo waiting for it, the stall rule let it go after 50 x stall_timeout_us of its CPU
+    and time jumped to the echo's next deadline (100 ms per "1 ms" spin); once the echo had given up, nothing
+    moved time at all and the run hung (1 run in 1 at emulation.spin_read_ns 0, which restores that).  Now a
+    clock read past the 16th in a row costs emulation.spin_read_ns (35 ns), so the spin ends after 1 ms of
+    virtual time (and at most one read's cost more), the same in every iteration and run.  At cpu_scale 1 its
+    CPU time is charged instead: ~1 ms."""
+    free = work_rows("spin", None)
+    assert len({r[0] for r in free}) == 1 and 1_000_000 <= free[0][0] < 1_000_000 + 4 * SPIN_READ_NS, free
+    charged = work_rows("spin", 1)
+    assert all(1_000_000 <= r[0] for r in charged), charged
+    assert statistics.median(r[0] for r in charged) < 2_000_000, charged
+
+
 def test_sleep_is_virtual_time_exactly():
     """cpu_scale 0: a 10 ms nanosleep is exactly 10 ms of virtual time, and takes far less wall time (nothing
     else is pending): a real sleep takes 10 ms or more every time.  The wall time is the daemon's and the
@@ -215,7 +261,7 @@ def test_sleep_is_virtual_time_exactly():
 
 
 def test_sleep_with_cpu_time_charged():
-    """cpu_scale 1 (the default): the sleep plus the little CPU time the thread spends around it."""
+    """cpu_scale 1: the sleep plus the little CPU time the thread spends around it."""
     rows = work_rows("sleep", 1)
     assert all(10_000_000 <= r[0] for r in rows), rows
     assert statistics.median(r[0] for r in rows) < 10_100_000, rows
@@ -271,13 +317,14 @@ def daemon_threads_script(pingpong):
             'echo "after: $(classes)"\necho "cpus: $(nproc)"\nexit $rc\n')
 
 
-@pytest.mark.parametrize("sets, spinners", [({"emulation.keep_cores_awake": 1}, True), ({}, False),
-                                             ({"emulation.keep_cores_awake": 1, "cpu_scale": 0}, False)])
+@pytest.mark.parametrize("sets, spinners", [({"emulation.keep_cores_awake": 1, "cpu_scale": 1}, True),
+                                             ({"cpu_scale": 1}, False), ({"emulation.keep_cores_awake": 1}, False)])
 def test_cores_kept_awake_while_processes_are_attached(tmp_path, sets, spinners):
     """emulation.keep_cores_awake 1 (off by default; docs/provider.md "What the model predicts"): while
     processes are attached and CPU time is charged, the daemon runs one SCHED_IDLE spinner per CPU it may use
     (threads of a child process), so the cores never go idle; never a spinner of a class that competes with
-    anyone, none once the processes have gone, none by default or with cpu_scale 0 (nothing charged).
+    anyone, none once the processes have gone, none by default, none at cpu_scale 0 (the default: nothing
+    charged).
     metrics.json counts them (emulation.awake_spinners)."""
     args = "-p cxi -e rdm -S 8 -I 3000"
     r = cxisim_exec(["bash", "-c", daemon_threads_script(pingpong_pair(args, args))], sets=sets,

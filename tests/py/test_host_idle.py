@@ -1,5 +1,5 @@
 """emulation.cpu_latency_qos_us (sim/cxisimd/hostidle.c; docs/provider.md "What the model predicts"): in
-virtual time with CPU time charged, the daemon holds a Linux PM QoS CPU latency request while processes are
+virtual time with CPU time charged (cpu_scale > 0, not the default), the daemon holds a Linux PM QoS CPU latency request while processes are
 attached, so that idle CPUs poll instead of halting (a halted CPU's next span of application code costs
 more CPU time: on an idle host the benchmarks printed more than under CPU hogs), and run.json reports the
 host's idle configuration and whether the request took hold.  Where it cannot be held (no root), exec
@@ -35,12 +35,13 @@ def pair_watched():
 
 
 def test_latency_request_held_while_attached(tmp_path):
-    """Default (cpu_latency_qos_us 0), as root: the request is held (the kernel's limit read back by the
-    daemon is 0, and so is what the programs read while attached), run.json names the cpuidle driver and
-    governor, and charged CPU time is not reported host-dependent."""
+    """CPU time charged (cpu_scale 1; the default 0 charges nothing) and cpu_latency_qos_us at its default 0,
+    as root: the request is held (the kernel's limit read back by the daemon is 0, and so is what the
+    programs read while attached), run.json names the cpuidle driver and governor, and charged CPU time is
+    not reported host-dependent."""
     if not os.access(QOS, os.W_OK):
         pytest.skip(f"{QOS} is not writable here (needs root)")
-    r = cxisim_exec(["bash", "-c", pair_watched()], out=tmp_path / "run", timeout=300)
+    r = cxisim_exec(["bash", "-c", pair_watched()], sets={"cpu_scale": 1}, out=tmp_path / "run", timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     h = host_idle(tmp_path / "run")
     assert h["cpu_latency_qos_us"] == 0 and h["request_held"] is True and h["request_error"] is None, h
@@ -52,11 +53,11 @@ def test_latency_request_held_while_attached(tmp_path):
     assert "cxisimd: warning" not in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("sets, dependent", [({"emulation.cpu_latency_qos_us": -1}, True),
-                                              ({"cpu_scale": 0}, False)])
+@pytest.mark.parametrize("sets, dependent", [({"emulation.cpu_latency_qos_us": -1, "cpu_scale": 1}, True),
+                                              ({}, False), ({"cpu_scale": 0}, False)])
 def test_no_request_when_asked_for_none_or_nothing_is_charged(tmp_path, sets, dependent):
-    """-1 asks for nothing (run.json: charged CPU time may depend on host load); cpu_scale 0 charges
-    nothing, so no request is needed and nothing depends on the host."""
+    """-1 asks for nothing (run.json: charged CPU time may depend on host load); cpu_scale 0 (the default)
+    charges nothing, so no request is needed and nothing depends on the host."""
     r = cxisim_exec(["bash", "-c", pingpong_pair(ARGS, ARGS)], sets=sets, out=tmp_path / "run", timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     h = host_idle(tmp_path / "run")
@@ -72,8 +73,8 @@ def test_bad_latency_is_a_config_error(tmp_path):
 
 
 def test_unprivileged_run_warns_that_charged_time_may_depend_on_host_load():
-    """As an unprivileged user (/dev/cpu_dma_latency is root's): the run works, run.json says why the
-    request was not held and that charged CPU time may depend on host load, and exec warns once."""
+    """As an unprivileged user (/dev/cpu_dma_latency is root's), CPU time charged: the run works, run.json
+    says why the request was not held and that charged CPU time may depend on host load, and exec warns once."""
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or not setpriv:
         pytest.skip("needs root and setpriv to run as an unprivileged user")
@@ -84,7 +85,7 @@ def test_unprivileged_run_warns_that_charged_time_may_depend_on_host_load():
     try:
         os.chmod(tmp, 0o777)
         env = dict(base_env(), XDG_RUNTIME_DIR=tmp, HOME=tmp)
-        args = [*nobody, sys.executable, CXISIM, "exec", "--out", os.path.join(tmp, "run"), "--",
+        args = [*nobody, sys.executable, CXISIM, "exec", "--set", "cpu_scale=1", "--out", os.path.join(tmp, "run"), "--",
                 *wrap(["bash", "-c", pingpong_pair(ARGS, ARGS)])]
         r = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
         assert r.returncode == 0, r.stdout + r.stderr

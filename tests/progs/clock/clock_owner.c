@@ -54,7 +54,8 @@ static int op_wait(uint64_t deadline, uint64_t *now)
 }
 
 static const struct cxisim_clock_ops ops = {
-	.version = CXISIM_CLOCK_OPS_VERSION, .now = op_now, .sleep_until = op_sleep_until, .wait = op_wait};
+	.version = CXISIM_CLOCK_OPS_VERSION, .now = op_now, .sleep_until = op_sleep_until, .wait = op_wait,
+	.cpu_scale = -1 /* none: CXISIM_CPU_SCALE, or real CPU clocks */};
 
 static void (*get_register(void))(const struct cxisim_clock_ops *)
 {

@@ -3,6 +3,7 @@
  * ping, the pinger
  *   burn:  burns 1 ms of CPU time (measured on the thread's CPU clock through a raw system call), or
  *   sleep: sleeps 10 ms with nanosleep,
+ *   spin:  spins on CLOCK_MONOTONIC (virtual) until 1 ms has passed (a busy wait outside the provider),
  * and reads CLOCK_MONOTONIC (virtual, through the interposer) around it; or
  *   rt:     measures each round trip (receive posted before the send, as fi_pingpong does);
  *   reg:   burns 1 ms of CPU time, then registers and closes a memory region (two control requests, which
@@ -189,8 +190,8 @@ int main(int argc, char **argv)
 	struct args a = {.mode = argc > 1 ? argv[1] : "burn"};
 	if (strcmp(a.mode, "burn") && strcmp(a.mode, "sleep") && strcmp(a.mode, "rt") && strcmp(a.mode, "rt-mpi") &&
 	    strcmp(a.mode, "reg") && strcmp(a.mode, "tsc") && strcmp(a.mode, "poll") && strcmp(a.mode, "excursion") &&
-	    strcmp(a.mode, "signal") && strcmp(a.mode, "tail") && strcmp(a.mode, "tailq")) {
-		fprintf(stderr, "usage: clock_work burn|sleep|reg|rt|rt-mpi|tsc|poll|excursion|signal|tail|tailq\n");
+	    strcmp(a.mode, "signal") && strcmp(a.mode, "tail") && strcmp(a.mode, "tailq") && strcmp(a.mode, "spin")) {
+		fprintf(stderr, "usage: clock_work burn|sleep|spin|reg|rt|rt-mpi|tsc|poll|excursion|signal|tail|tailq\n");
 		return 2;
 	}
 	mpi_order = !strcmp(a.mode, "rt-mpi");
@@ -249,6 +250,9 @@ int main(int argc, char **argv)
 		uint64_t v0 = t_mono_ns(), c0 = t_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = t_raw_clock_ns(CLOCK_MONOTONIC);
 		if (!strcmp(a.mode, "burn")) {
 			t_burn_cpu(1000000);
+		} else if (!strcmp(a.mode, "spin")) {
+			while (t_mono_ns() - v0 < 1000000)
+				;
 		} else if (!strcmp(a.mode, "reg")) {
 			static char region[4096];
 			struct fid_mr *mr;

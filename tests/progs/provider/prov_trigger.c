@@ -287,8 +287,10 @@ static void deferred_work(void)
 	T_OK(fi_control(&t.dom->fid, FI_QUEUE_WORK, &wr));
 	T_OK(fi_cancel(&t.ep->fid, &rctx));
 	struct fi_cq_err_entry err;
-	T_CHECK(t_cq_wait(t.cq, &e, NULL, &err, 10.0) == 0 && err.err == FI_ECANCELED && err.op_context == &rctx,
-		"the threshold-0 receive was posted (cancelled: FI_ECANCELED)");
+	int cr = t_cq_wait(t.cq, &e, NULL, &err, 10.0);
+	T_CHECK(cr == 0 && err.err == FI_ECANCELED && err.op_context == &rctx,
+		"the threshold-0 receive was posted (cancelled: FI_ECANCELED): %d err %d ctx %p/%p (rctx %p)", cr,
+		cr == 0 ? err.err : 0, cr == 0 ? err.op_context : NULL, cr == 1 ? e.op_context : NULL, (void *)&rctx);
 
 	/* Flush: held work is dropped. */
 	struct fid_cntr *t2 = cntr_open(&t), *c2 = cntr_open(&t);
