@@ -17,7 +17,8 @@ from . import scenario as scn
 HELP = "run a command over the simulated Slingshot fabric (e.g. fi_pingpong, mpirun)"
 DESCRIPTION = ("Start the emulation daemon cxisimd with SCENARIO (default scenarios/emulation.yaml.j2), "
                "run CMD with the environment that makes libfabric load cxisim's provider \"cxi\" "
-               "(FI_PROVIDER_PATH, CXISIM_SOCKET), then stop the daemon.  Exits with CMD's status.  Time is "
+               "(FI_PROVIDER_PATH, CXISIM_SOCKET) and Open MPI use it (OMPI_MCA_pml=cm, OMPI_MCA_mtl=ofi, "
+               "OMPI_MCA_mtl_ofi_provider_include=cxi, unless already set), then stop the daemon.  Exits with CMD's status.  Time is "
                "virtual by default (the daemon runs the simulated machine's time in lockstep with the "
                "application threads' virtual clocks; application CPU time is free unless the scenario or "
                "--set cpu_scale=1 charges it); --time realtime follows the wall clock.  With --out "
@@ -69,8 +70,23 @@ def _wait_socket(path, proc, timeout=300.0):
     return False
 
 
+# Open MPI's path over libfabric's cxi, as on a Slingshot machine: the cm PML with the OFI MTL, restricted to
+# cxi.  Debian's /etc/openmpi/openmpi-mca-params.conf turns the OFI components off (mtl = ^ofi), and Open MPI
+# then runs an unflagged `mpirun` over shared memory and TCP: the run looks fine and never touches the
+# simulated fabric.  Defaults only: a variable already in the environment, and any --mca on mpirun's command
+# line (which overrides the environment), keep the user's choice.
+OPEN_MPI_OVER_CXI = {
+    "OMPI_MCA_pml": "cm",
+    "OMPI_MCA_mtl": "ofi",
+    "OMPI_MCA_mtl_ofi_provider_include": "cxi",
+    "OMPI_MCA_btl_ofi_provider_include": "cxi",
+}
+
+
 def exec_env(sock, build, time_mode="virtual", cpu_scale=None):
     env = dict(os.environ)
+    for k, v in OPEN_MPI_OVER_CXI.items():
+        env.setdefault(k, v)
     provdir = os.path.join(build, "provider")
     old = env.get("FI_PROVIDER_PATH")
     env["FI_PROVIDER_PATH"] = provdir + (":" + old if old else "")

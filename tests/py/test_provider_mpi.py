@@ -88,6 +88,29 @@ def test_mpi_uses_cxi_provider(tmp_path):
     assert tx > 2 * (4 << 20), "the 4 MiB ping-pong crossed the simulated fabric"
 
 
+def _attaches(rundir):
+    with open(rundir / "metrics.json") as f:
+        return counters(json.load(f)).get("emulation.attaches", 0)
+
+
+def test_unflagged_mpirun_runs_over_cxi(tmp_path):
+    """`cxisim exec -- mpirun -np 2 ./app` with no --mca runs over cxi: Debian's openmpi-mca-params.conf turns
+    Open MPI's OFI components off (mtl = ^ofi), and such a run used shared memory and TCP -- it passed and
+    never touched the simulated fabric (0 attaches).  exec now defaults Open MPI to cm + ofi + cxi; a --mca
+    on mpirun's command line, or an OMPI_MCA_* variable the user set, keeps the user's choice."""
+    plain = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+    tail = ["-np", "2", prog("mpi_checks")]
+    runs = {"default": (plain + tail, None), "flag": (plain + ["--mca", "pml", "ob1"] + tail, None),
+            "env": (plain + tail, {"OMPI_MCA_pml": "ob1"})}
+    for name, (cmd, env) in runs.items():
+        r = cxisim_exec(cmd, env=env, timeout=300, out=tmp_path / name)
+        out = r.stdout + r.stderr
+        assert r.returncode == 0 and "PASSED mpi_checks on 2 ranks" in out, out[-3000:]
+    assert _attaches(tmp_path / "default") == 2
+    assert _attaches(tmp_path / "flag") == 0
+    assert _attaches(tmp_path / "env") == 0
+
+
 def test_netpipe(tmp_path):
     out_file = tmp_path / "np.out"
     # -n: a fixed number of repeats.  NetPIPE otherwise sizes them to fill 0.25 s per point, which in virtual
