@@ -454,8 +454,62 @@ static void send_now_prefetch_flow(const void *obj, uint64_t arg)
 	fabric_send_prefetch(nic->fabric, &((const struct nic_pkt *)(uintptr_t)arg)->msg, 3);
 }
 
+/* tx_exec(work item): the item's second line (the command's DMA fields), the NIC record's lines the command
+ * reads and writes (its counter pointer and parameters; the EQ table; the transmit engine's clocks; the
+ * record pools), and the issuing LNI.  At the whole machine a client's NIC is cold by the time its command
+ * reaches the transmit engine. */
+static void tx_exec_prefetch(const void *obj, uint64_t arg)
+{
+	const struct nic_work *w = obj;
+	const struct nic *nic = w->nic;
+	(void)arg;
+	__builtin_prefetch((const char *)w + 64);
+	__builtin_prefetch(nic);
+	__builtin_prefetch(&nic->eqs);
+	__builtin_prefetch(&nic->tx_free, 1);
+	__builtin_prefetch(&nic->rec);
+	__builtin_prefetch(w->lni);
+}
+
+/* The EQ a Put's SEND event goes to (op_new's choice), NIC_NONE for the other commands. */
+static uint32_t tx_event_eqn(const struct nic_work *w)
+{
+	if (w->cmd.op != NIC_CMD_PUT && w->cmd.op != NIC_CMD_IDC_PUT && w->cmd.op != NIC_CMD_RENDEZVOUS_PUT)
+		return NIC_NONE;
+	return w->cmd.dma.eqn != NIC_NONE ? w->cmd.dma.eqn : w->q_eqn;
+}
+
+/* ... one pop ahead, with those in cache: the counters it adds to and the EQ table's slot of the SEND
+ * event's EQ; then that EQ's record. */
+static void tx_exec_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct nic_work *w = obj;
+	const struct nic *nic = w->nic;
+	(void)arg;
+	uint32_t eqn = tx_event_eqn(w);
+	if (nic->active) {
+		__builtin_prefetch(&NIC_C(nic, tx_busy_ps), 1);
+		if (eqn != NIC_NONE)
+			__builtin_prefetch(&NIC_C(nic, events_enqueued), 1);
+	}
+	if (eqn != NIC_NONE)
+		nic_eq_prefetch(nic, eqn, 1);
+}
+
+static void tx_exec_prefetch_last(const void *obj, uint64_t arg)
+{
+	const struct nic_work *w = obj;
+	uint32_t eqn = tx_event_eqn(w);
+	(void)arg;
+	if (eqn != NIC_NONE)
+		nic_eq_prefetch(w->nic, eqn, 2);
+}
+
 void nic_initiator_prefetch_hooks(struct sim *sim)
 {
+	sim_prefetch_hook(sim, tx_exec, tx_exec_prefetch);
+	sim_prefetch_hook_stage(sim, tx_exec, 1, tx_exec_prefetch_next);
+	sim_prefetch_hook_stage(sim, tx_exec, 2, tx_exec_prefetch_last);
 	sim_prefetch_hook(sim, send_now, send_now_prefetch);
 	sim_prefetch_hook_stage(sim, send_now, 1, send_now_prefetch_next);
 	sim_prefetch_hook_stage(sim, send_now, 2, send_now_prefetch_last);
