@@ -413,7 +413,39 @@ static void cmdq_fetch_prefetch(const void *obj, uint64_t arg)
 		__builtin_prefetch(&q->ring[q->head]);
 }
 
+/* ... one pop ahead, with the LNI and the head record in cache: the NIC record's line the submit reads
+ * (the transmit engine's clock, or the PE a target command goes to) and the first command's work item. */
+static void cmdq_fetch_prefetch_next(const void *obj, uint64_t arg)
+{
+	const struct nic_cmdq *q = obj;
+	(void)arg;
+	if (!q->live || !q->rung)
+		return;
+	const struct nic *nic = q->lni->nic;
+	__builtin_prefetch(nic);
+	const struct nic_work *w = q->ring[q->head].w;
+	if (!w)
+		return;
+	__builtin_prefetch(w);
+	if (!q->target)
+		__builtin_prefetch(&nic->tx_free, 1);
+}
+
+/* ... and one more, with the work item in cache: a target command's PE. */
+static void cmdq_fetch_prefetch_last(const void *obj, uint64_t arg)
+{
+	const struct nic_cmdq *q = obj;
+	(void)arg;
+	if (!q->live || !q->rung || !q->target)
+		return;
+	const struct nic_work *w = q->ring[q->head].w;
+	if (w)
+		__builtin_prefetch(&q->lni->nic->pe[w->cmd.tgt.ptn % C_PE_COUNT], 1);
+}
+
 void nic_cmdq_prefetch_hooks(struct sim *sim)
 {
 	sim_prefetch_hook(sim, cmdq_fetch, cmdq_fetch_prefetch);
+	sim_prefetch_hook_stage(sim, cmdq_fetch, 1, cmdq_fetch_prefetch_next);
+	sim_prefetch_hook_stage(sim, cmdq_fetch, 2, cmdq_fetch_prefetch_last);
 }
