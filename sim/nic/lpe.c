@@ -816,8 +816,8 @@ static void pe_run_prefetch_last(const void *obj, uint64_t arg)
 }
 
 /* A message about to be delivered (the fabric's fabric_deliver_prefetch, NIC record in cache): the receive
- * counters; for a request, the target connection table and the PtlTE map slot it resolves through; for a
- * response, the initiator's transaction record. */
+ * counters; for a request, the target connection table and the PtlTE map slot it resolves through, then the
+ * PtlTE itself (nic_pte_resolve_prefetch); for a response, the initiator's transaction record. */
 static void lpe_rx_prefetch(const void *obj, const struct fabric_msg *m, unsigned stage)
 {
 	const struct nic *nic = obj;
@@ -825,15 +825,14 @@ static void lpe_rx_prefetch(const void *obj, const struct fabric_msg *m, unsigne
 	bool response = p->type == PKT_ACK || p->type == PKT_REPLY || p->type == PKT_NACK;
 	if (stage == 0) {
 		__builtin_prefetch(&NIC_C(nic, pkts_rx), 1);
-		if (response) {
+		if (response)
 			__builtin_prefetch(p->op);
-			return;
-		}
-		nic_pte_resolve_prefetch(nic, m->vni, p->dst_pid, p->index);
 	}
+	if (response)
+		return;
+	nic_pte_resolve_prefetch(nic, m->vni, p->dst_pid, p->index, stage);
 	/* ... then, a pop apart each, the target connection's table record, slot and FIFO, expiring slot */
-	if (!response)
-		nic_pct_prefetch(nic, p, true, stage);
+	nic_pct_prefetch(nic, p, true, stage);
 }
 
 void nic_lpe_prefetch_hooks(struct sim *sim)

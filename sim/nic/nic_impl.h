@@ -495,8 +495,9 @@ struct nic_pte *nic_pte_lookup(struct nic *nic, uint32_t ptn);
 /* Resolve a packet's (vni, pid, index); returns the PtlTE or NULL with *rc set. */
 struct nic_pte *nic_pte_resolve(struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index, bool loopback,
 				uint8_t *rc);
-/* Prefetch hooks' helper: the (vni, pid, index) map slot nic_pte_resolve will read first. */
-void nic_pte_resolve_prefetch(const struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index);
+/* Prefetch hooks' helper, a pop apart each: stage 0 the (vni, pid, index) map slot nic_pte_resolve will read
+ * first and the PtlTE table; stage 1 the table's slot of the PtlTE the map names; stage 2 its record. */
+void nic_pte_resolve_prefetch(const struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index, unsigned stage);
 void nic_le_list_append(struct nic_le_list *l, struct nic_le *le);
 void nic_le_list_remove(struct nic_le_list *l, struct nic_le *le);
 void nic_le_free(struct nic *nic, struct nic_le *le);

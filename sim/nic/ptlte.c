@@ -273,13 +273,25 @@ int nic_pte_unmap(struct nic_lni *lni, uint32_t ptn, uint16_t vni, uint32_t pid,
 	return 0;
 }
 
-void nic_pte_resolve_prefetch(const struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index)
+void nic_pte_resolve_prefetch(const struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index, unsigned stage)
 {
 	if (!nic->map_cap)
 		return;
-	uint32_t i = (uint32_t)(mix(map_key(vni, pid, index)) & (nic->map_cap - 1));
-	__builtin_prefetch(&nic->map_keys[i]);
-	__builtin_prefetch(&nic->map_vals[i]);
+	uint64_t key = map_key(vni, pid, index);
+	uint32_t i = (uint32_t)(mix(key) & (nic->map_cap - 1));
+	if (stage == 0) {
+		__builtin_prefetch(&nic->map_keys[i]);
+		__builtin_prefetch(&nic->map_vals[i]);
+		__builtin_prefetch(&nic->ptes);
+		return;
+	}
+	/* Only the first probe: a key that collided is rare and its PtlTE is found the slow way. */
+	if (nic->map_keys[i] != key || nic->map_vals[i] >= nic->ptes.n)
+		return;
+	if (stage == 1)
+		__builtin_prefetch(&nic->ptes.rec[nic->map_vals[i]]);
+	else
+		__builtin_prefetch(nic->ptes.rec[nic->map_vals[i]]);
 }
 
 struct nic_pte *nic_pte_resolve(struct nic *nic, uint16_t vni, uint32_t pid, uint32_t index, bool loopback,
