@@ -195,6 +195,17 @@ def test_cpu_burn_is_free_with_cpu_scale_0():
     assert all(r[0] == 0 for r in rows), rows
 
 
+def test_spin_free_reads_is_the_scenarios():
+    """emulation.spin_free_reads (default 16) is how many clock reads in a row stay free at cpu_scale 0: with 0,
+    the second of burn's two reads around its 1 ms of CPU costs spin_read_ns (here 1,000 ns); by default
+    both are free (the test above)."""
+    r = cxisim_exec([CLOCK_WORK, "burn"], timeout=120, sets={"emulation.cpu_scale": 0, "emulation.spin_free_reads": 0,
+                                                               "emulation.spin_read_ns": 1000})
+    assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+    rows = [int(ln.split()[1]) for ln in r.stdout.splitlines() if ln.startswith("burn ")]
+    assert len(rows) == 20 and set(rows) == {1000}, rows
+
+
 @pytest.mark.parametrize("scenario", [None, "own"])
 def test_cpu_time_is_free_by_default(tmp_path, scenario):
     """emulation.cpu_scale defaults to 0 (docs/provider.md "Why cpu_scale 0 is the default"): with no setting
