@@ -198,6 +198,7 @@ struct cxip_dev {
 	double cpu_scale;      /* pcb->cpu_scale, copied at attach: the pcb's first line is the daemon's (vtime.c) */
 	uint32_t span_clip_ns; /* pcb->span_clip_ns, copied at attach (vtime.c: the span clip) */
 	uint32_t span_clip_q_pm, span_clip_flags; /* pcb->span_clip_q_pm, span_clip_flags, copied alike */
+	uint32_t spin_free_reads; /* pcb->spin_free_reads: clock reads in a row that stay free (vtime.c) */
 	uint64_t spin_read_ps; /* pcb->spin_read_ns in ps (vtime.c: a spin on the clock at cpu_scale 0) */
 	int pcb_efd;           /* rung when the daemon waits for one of this process's threads */
 	_Atomic uint64_t local_wakes; /* cxip_vt_wake_local calls (fi_cq_signal, fi_eq_write): vtime.c op_wait */

@@ -423,6 +423,7 @@ static int attach(struct cxip_dev *dev)
 	dev->span_clip_q_pm = dev->pcb->span_clip_q_pm;
 	dev->span_clip_flags = dev->pcb->span_clip_flags;
 	dev->spin_read_ps = (uint64_t)dev->pcb->spin_read_ns * 1000;
+	dev->spin_free_reads = dev->pcb->spin_free_reads;
 	/* Let the daemon's DMA engine reach this process's memory (Yama ptrace scope 1). */
 	prctl(PR_SET_PTRACER, (unsigned long)dev->info.daemon_pid, 0, 0, 0);
 	return 0;

@@ -127,13 +127,12 @@ static __thread bool in_call;
 /* Clock reads through the interposer in a row (no provider call, no wait since).  With cpu_scale 0 nothing
  * else moves a busy thread's clock, so a program that spins on the clock outside the provider (a busy wait
  * for 1 ms) would read the same time forever and hold the engine back -- with nothing else pending, for good
- * (Shadow's deadlock): past SPIN_FREE_READS in a row, each read costs emulation.spin_read_ns, what the read
+ * (Shadow's deadlock): past emulation.spin_free_reads in a row, each read costs emulation.spin_read_ns, what the read
  * itself costs on a real core.  The first ones are free, so a program that reads the clock a few times
  * between provider calls (Open MPI's progress loop, NetPIPE's timer, two reads around a computation) and the
  * interposer's own reads in a timed wait (its timers' expiry checks) move nothing: the timed-wait tests
  * (test_clock_timers.py, test_clock_syscalls.py) measure their waits to the nanosecond, and charging from the
  * second read on added 35 ns to them. */
-#define SPIN_FREE_READS 16
 static __thread uint32_t reads_in_row;
 
 /* The thread's CPU time, or 0 when CPU time is free (cpu_scale 0: nothing uses it, so no read at all). */
@@ -426,7 +425,7 @@ static uint64_t charge_how(struct cxip_dev *dev, struct pcb_thread *t, bool ente
 	}
 	bool plain_read = !entered && !enter && !in_call;
 	reads_in_row = plain_read && !resumed ? reads_in_row + 1 : plain_read;
-	if (reads_in_row > SPIN_FREE_READS && !(dev->cpu_scale > 0) && dev->spin_read_ps) {
+	if (reads_in_row > dev->spin_free_reads && !(dev->cpu_scale > 0) && dev->spin_read_ps) {
 		if (hold)
 			exc_ps += dev->spin_read_ps; /* an excursion's, as its CPU would be */
 		else

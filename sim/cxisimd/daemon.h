@@ -57,6 +57,7 @@ struct emu_cfg {
 	uint32_t span_clip_ns;   /* virtual, cpu_scale > 0: the span clip's bound (provider/vtime.c) */
 	uint32_t span_clip_q_pm; /* the span clip's quantile, per mille (500: the median) */
 	bool span_clip_after_park, span_clip_end_site; /* clip only post-park spans; key = ending site alone */
+	uint32_t spin_free_reads; /* virtual, cpu_scale 0: clock reads in a row that stay free (provider/vtime.c) */
 	uint32_t spin_read_ns;   /* virtual, cpu_scale 0: a repeated clock read's cost (provider/vtime.c) */
 	uint32_t max_clients;
 	uint32_t next_rr;

@@ -153,6 +153,7 @@ struct pcb_shm {
 	uint32_t span_clip_q_pm;       /* emulation.span_clip_quantile x 1000: the quantile the clip charges up to */
 	uint32_t span_clip_flags;      /* PCB_CLIP_AFTER_PARK (span_clip_after_park), PCB_CLIP_END_SITE (span_clip_site end) */
 	uint32_t spin_read_ns;         /* emulation.spin_read_ns: a repeated clock read's cost at cpu_scale 0 (vtime.c) */
+	uint32_t spin_free_reads;      /* emulation.spin_free_reads: reads in a row that stay free (vtime.c) */
 	/* Parks that ended by park_timeout (wall time) with nobody waking the thread: metrics.json
 	 * emulation.park_timeouts, summed by the daemon at detach. */
 	_Atomic uint64_t park_timeouts;

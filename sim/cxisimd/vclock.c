@@ -569,6 +569,7 @@ int vclock_attach(struct client *c)
 	p->span_clip_flags = (d->emu->span_clip_after_park ? PCB_CLIP_AFTER_PARK : 0) |
 			     (d->emu->span_clip_end_site ? PCB_CLIP_END_SITE : 0);
 	p->spin_read_ns = d->emu->spin_read_ns;
+	p->spin_free_reads = d->emu->spin_free_reads;
 	p->park_timeout_ns = d->emu->park_timeout_ns;
 	p->retry_ps = d->emu->retry;
 	atomic_store(&p->daemon_want_ps, UINT64_MAX);

@@ -157,10 +157,14 @@ def test_virtual_waits_charge_only_the_application():
     emulation's (ops enter/leave).  Measured excess per 50 calls: median 11-12 us idle and with 2 or 3 CPU
     hogs (it holds the row's own four raw clock reads), 1.9% of the row's CPU time; 35-58 us (4.5-7.5%) when
     the checks were charged.  Where the application's code itself is slower (a sanitized build, a loaded
-    machine: 26-28 us of 1.5-1.9 ms of CPU), the bound grows with the row's CPU time, 3.5% of it."""
+    machine: 26-28 us of 1.5-1.9 ms of CPU), the bound grows with the row's CPU time, 3.5% of it.  The
+    least-disturbed row is judged (the fewest host interruptions; its excess was 11-12 us idle): charged
+    checks would be in every row, while a loaded host inflates some rows: the median reached 35.8 us in a
+    full CI run beside another session's 12 GB benchmark; two idle runs after it: least 11.9 / 11.1 us,
+    median 12.4 / 12.3 us, most 18.7 / 42.6 us."""
     rows = work_rows("poll", 1)
     assert all(r[0] >= 50_000_000 for r in rows), rows
-    excess = statistics.median(r[0] for r in rows) - 50_000_000
+    excess = min(r[0] for r in rows) - 50_000_000
     assert excess < max(25_000, 0.035 * statistics.median(r[1] for r in rows)), rows
 
 
@@ -193,6 +197,17 @@ SPIN_FREE_READS = 16
 def test_cpu_burn_is_free_with_cpu_scale_0():
     rows = work_rows("burn", 0)
     assert all(r[0] == 0 for r in rows), rows
+
+
+def test_spin_free_reads_is_the_scenarios():
+    """emulation.spin_free_reads (default 16) is how many clock reads in a row stay free at cpu_scale 0: with 0,
+    the second of burn's two reads around its 1 ms of CPU costs spin_read_ns (here 1,000 ns); by default
+    both are free (the test above)."""
+    r = cxisim_exec([CLOCK_WORK, "burn"], timeout=120, sets={"emulation.cpu_scale": 0, "emulation.spin_free_reads": 0,
+                                                               "emulation.spin_read_ns": 1000})
+    assert r.returncode == 0 and "PASSED clock_work" in r.stdout, r.stdout + r.stderr
+    rows = [int(ln.split()[1]) for ln in r.stdout.splitlines() if ln.startswith("burn ")]
+    assert len(rows) == 20 and set(rows) == {1000}, rows
 
 
 @pytest.mark.parametrize("scenario", [None, "own"])
