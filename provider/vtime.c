@@ -127,8 +127,8 @@ static __thread bool in_call;
 /* Clock reads through the interposer in a row (no provider call, no wait since).  With cpu_scale 0 nothing
  * else moves a busy thread's clock, so a program that spins on the clock outside the provider (a busy wait
  * for 1 ms) would read the same time forever and hold the engine back -- with nothing else pending, for good
- * (Shadow's deadlock): past emulation.spin_free_reads in a row, each read costs emulation.spin_read_ns, what the read
- * itself costs on a real core.  The first ones are free, so a program that reads the clock a few times
+ * (Shadow's deadlock): past emulation.spin_free_reads in a row, each read costs emulation.spin_read_ns,
+ * what the read itself costs on a real core.  The first ones are free, so a program that reads the clock a few times
  * between provider calls (Open MPI's progress loop, NetPIPE's timer, two reads around a computation) and the
  * interposer's own reads in a timed wait (its timers' expiry checks) move nothing: the timed-wait tests
  * (test_clock_timers.py, test_clock_syscalls.py) measure their waits to the nanosecond, and charging from the
