@@ -79,9 +79,12 @@ def test_bad_latency_is_a_config_error(tmp_path):
     assert r.returncode == 2 and "cpu_latency_qos_us" in r.stderr, r.stdout + r.stderr
 
 
-def test_unprivileged_run_warns_that_charged_time_may_depend_on_host_load():
-    """As an unprivileged user (/dev/cpu_dma_latency is root's), CPU time charged: the run works, run.json
-    says why the request was not held and that charged CPU time may depend on host load, and exec warns once."""
+@pytest.mark.parametrize("cpu_scale, says", [(1, "host load"), (0, "wall time")])
+def test_unprivileged_run_warns_that_charged_time_may_depend_on_host_load(cpu_scale, says):
+    """As an unprivileged user (/dev/cpu_dma_latency is root's): the run works, run.json says why the request
+    was not held, and exec warns once -- with CPU time charged, that charged time may depend on host load;
+    with it free (the default), that the run may take longer (fi_pingpong: 152 us of wall per round trip
+    against 54 with the request held; the figures do not change, so there was no warning)."""
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or not setpriv:
         pytest.skip("needs root and setpriv to run as an unprivileged user")
@@ -92,14 +95,14 @@ def test_unprivileged_run_warns_that_charged_time_may_depend_on_host_load():
     try:
         os.chmod(tmp, 0o777)
         env = dict(base_env(), XDG_RUNTIME_DIR=tmp, HOME=tmp)
-        args = [*nobody, sys.executable, CXISIM, "exec", "--set", "cpu_scale=1", "--out", os.path.join(tmp, "run"), "--",
+        args = [*nobody, sys.executable, CXISIM, "exec", "--set", f"cpu_scale={cpu_scale}", "--out", os.path.join(tmp, "run"), "--",
                 *wrap(["bash", "-c", pingpong_pair(ARGS, ARGS)])]
         r = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
         assert r.returncode == 0, r.stdout + r.stderr
         h = host_idle(os.path.join(tmp, "run"))
         assert h["request_held"] is False and h["request_error"] == os.strerror(13), h
-        assert h["charged_cpu_time_host_dependent"] is True, h
+        assert h["charged_cpu_time_host_dependent"] is bool(cpu_scale), h
         warn = [ln for ln in r.stderr.splitlines() if ln.startswith("cxisimd: warning:")]
-        assert len(warn) == 1 and QOS in warn[0] and "host load" in warn[0], r.stderr
+        assert len(warn) == 1 and QOS in warn[0] and says in warn[0], r.stderr
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
