@@ -105,20 +105,15 @@ void hostidle_attach(struct daemon *d)
 		q.err = errno;
 	}
 	if (q.fd < 0) {
-		/* At cpu_scale 0 the figures do not move, but every wake-up of a halted CPU lengthens the lockstep's
-		 * turnarounds: fi_pingpong took 152 us of wall per round trip against 54 with the request held. */
-		if (!d->emu->keep_cores_awake && !q.warned && (q.warned = true)) {
-			if (d->emu->cpu_scale > 0)
-				fprintf(stderr, "cxisimd: warning: cannot hold a CPU latency request (%s: %s): idle CPUs "
-					"may halt, and charged CPU time (cpu_scale %g) may then depend on host load; run as "
-					"root, let the user write %s, or use cpu_scale 0 (docs/provider.md \"Time\")\n",
-					QOS_DEV, strerror(q.err), d->emu->cpu_scale, QOS_DEV);
-			else
-				fprintf(stderr, "cxisimd: warning: cannot hold a CPU latency request (%s: %s): idle CPUs "
-					"may halt, and the run may take up to ~3x the wall time (the figures do not change); "
-					"run as root or let the user write %s (docs/provider.md \"Time\")\n", QOS_DEV,
-					strerror(q.err), QOS_DEV);
-		}
+		/* What halting CPUs cost (see the top): charged time at cpu_scale > 0, wall time at 0. */
+		bool charged = d->emu->cpu_scale > 0;
+		if (!d->emu->keep_cores_awake && !q.warned && (q.warned = true))
+			fprintf(stderr, "cxisimd: warning: cannot hold a CPU latency request (%s: %s): idle CPUs may halt, "
+				"and %s; run as root or let the user write %s%s (docs/provider.md \"Time\")\n", QOS_DEV,
+				strerror(q.err),
+				charged ? "charged CPU time may then depend on host load"
+					: "the run may take up to ~3x the wall time (the figures do not change)",
+				QOS_DEV, charged ? ", or use cpu_scale 0" : "");
 		return;
 	}
 	q.err = 0;

@@ -131,6 +131,12 @@ static void op_ct(struct nic *nic, const struct nic_op *op, uint32_t flag, uint3
 		nic_ct_add(nic, op->ctn, (op->flags & NIC_DMA_EVENT_CT_BYTES) ? bytes : 1, 0);
 }
 
+/* The EQ a command's initiator events go to: its own, else its command queue's. */
+static uint32_t work_eqn(const struct nic_work *w)
+{
+	return w->cmd.dma.eqn != NIC_NONE ? w->cmd.dma.eqn : w->q_eqn;
+}
+
 static struct nic_op *op_new(struct nic *nic, struct nic_work *w)
 {
 	const struct nic_dma_cmd *d = &w->cmd.dma;
@@ -141,7 +147,7 @@ static struct nic_op *op_new(struct nic *nic, struct nic_work *w)
 	op->cmd_op = w->cmd.op;
 	op->flags = d->flags;
 	op->lni = w->lni;
-	op->eqn = d->eqn != NIC_NONE ? d->eqn : w->q_eqn;
+	op->eqn = work_eqn(w);
 	op->ctn = d->ctn;
 	op->user_ptr = d->user_ptr;
 	op->local_addr = d->local_addr;
@@ -471,12 +477,12 @@ static void tx_exec_prefetch(const void *obj, uint64_t arg)
 	__builtin_prefetch(w->lni);
 }
 
-/* The EQ a Put's SEND event goes to (op_new's choice), NIC_NONE for the other commands. */
+/* The EQ a Put's SEND event goes to, NIC_NONE for the other commands. */
 static uint32_t tx_event_eqn(const struct nic_work *w)
 {
 	if (w->cmd.op != NIC_CMD_PUT && w->cmd.op != NIC_CMD_IDC_PUT && w->cmd.op != NIC_CMD_RENDEZVOUS_PUT)
 		return NIC_NONE;
-	return w->cmd.dma.eqn != NIC_NONE ? w->cmd.dma.eqn : w->q_eqn;
+	return work_eqn(w);
 }
 
 /* ... one pop ahead, with those in cache: the counters it adds to and the EQ table's slot of the SEND
