@@ -21,20 +21,28 @@
 
 static void pe_run(struct sim *sim, void *obj, uint64_t arg);
 
+/* Moves the FIFO (qlen items from qhead) to a ring of ncap slots, the PE's own when ncap is NIC_PE_INLINE. */
+static void pe_fifo_move(struct nic_pe *pe, uint32_t ncap)
+{
+	struct nic_work **nq = ncap <= NIC_PE_INLINE ? pe->inl : xmalloc(ncap * sizeof(*nq));
+	if (nq != pe->q)
+		for (uint32_t i = 0; i < pe->qlen; i++)
+			nq[i] = pe->q[(pe->qhead + i) & (pe->qcap - 1)];
+	if (pe->q != pe->inl)
+		free(pe->q);
+	pe->q = nq;
+	pe->qcap = ncap;
+	pe->qhead = 0;
+}
+
 void nic_pe_submit(struct nic *nic, unsigned pe_idx, struct nic_work *w)
 {
 	struct nic_pe *pe = &nic->pe[pe_idx];
-	if (pe->qlen == pe->qcap) {
-		uint32_t ncap = pe->qcap ? pe->qcap * 2 : 64;
-		struct nic_work **nq = xmalloc(ncap * sizeof(*nq));
-		for (uint32_t i = 0; i < pe->qlen; i++)
-			nq[i] = pe->q[(pe->qhead + i) & (pe->qcap - 1)];
-		free(pe->q);
-		pe->q = nq;
-		pe->qcap = ncap;
-		pe->qhead = 0;
-	}
-	pe->q[(pe->qhead + pe->qlen++) & (pe->qcap - 1)] = w; /* qcap: 64 << k (a mask, not a division) */
+	if (!pe->qcap)
+		pe_fifo_move(pe, NIC_PE_INLINE);
+	else if (pe->qlen == pe->qcap)
+		pe_fifo_move(pe, pe->qcap < 64 ? 64 : pe->qcap * 2);
+	pe->q[(pe->qhead + pe->qlen++) & (pe->qcap - 1)] = w; /* qcap: a power of two (a mask, not a division) */
 	if (!pe->busy) {
 		pe->busy = true;
 		sim_schedule(nic->sim, 0, pe_run, nic, pe_idx);
@@ -721,7 +729,8 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 	}
 	struct nic_work *w = pe->q[pe->qhead];
 	pe->qhead = (pe->qhead + 1) & (pe->qcap - 1);
-	pe->qlen--;
+	if (!--pe->qlen) /* drained: the next item goes to the first inline slot */
+		pe_fifo_move(pe, NIC_PE_INLINE);
 	simtime_t cost;
 	if (w->kind == WORK_PKT) {
 		nic->trs_used--; /* answered as this work completes (ACK, NACK or reply) */
@@ -782,12 +791,13 @@ void nic_lpe_rx(struct sim *sim, void *nic_obj, struct fabric_msg *m)
 	nic_pe_submit(nic, pte ? pte->pe : 0, w);
 }
 
-/* pe_run(nic, pe): the PE's queue state sits kilobytes into the NIC record, away from the line the queue
- * prefetches. */
+/* pe_run(nic, pe): the PE record (its FIFO's state and first slots) sits hundreds of bytes into the NIC
+ * record, away from the line the queue prefetches, and may straddle two lines. */
 static void pe_run_prefetch(const void *obj, uint64_t arg)
 {
-	const struct nic *nic = obj;
-	__builtin_prefetch(&nic->pe[arg & (C_PE_COUNT - 1)]);
+	const struct nic_pe *pe = &((const struct nic *)obj)->pe[arg & (C_PE_COUNT - 1)];
+	__builtin_prefetch(pe);
+	__builtin_prefetch((const char *)(pe + 1) - 1);
 }
 
 /* ... one pop ahead, with the PE's line in cache: the work item at the head of its queue (a packet or a

@@ -532,7 +532,8 @@ static void nic_free_one(struct nic *nic)
 	free(nic->vni_keys);
 	free(nic->vni_counts);
 	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
-		free(nic->pe[pe].q);
+		if (nic->pe[pe].q != nic->pe[pe].inl)
+			free(nic->pe[pe].q);
 	nic_pct_free(nic);
 	free(nic);
 }
@@ -816,7 +817,8 @@ static uint64_t nic_core_bytes(const struct nic *nic)
 	b += (uint64_t)nic->map_cap * (sizeof(*nic->map_keys) + sizeof(*nic->map_vals));
 	b += (uint64_t)nic->vni_cap * (sizeof(*nic->vni_keys) + sizeof(*nic->vni_counts));
 	for (unsigned pe = 0; pe < C_PE_COUNT; pe++)
-		b += (uint64_t)nic->pe[pe].qcap * sizeof(*nic->pe[pe].q);
+		if (nic->pe[pe].q != nic->pe[pe].inl)
+			b += (uint64_t)nic->pe[pe].qcap * sizeof(*nic->pe[pe].q);
 	return b + nic_pct_bytes(nic);
 }
 

@@ -223,13 +223,19 @@ struct nic_le_pool {
 	uint64_t alloc_fail;      /* also the counter nic.<addr>.le_pool.<index>.alloc_fail */
 };
 
+/* A PE's FIFO holds its first NIC_PE_INLINE work items inside the PE record: a client NIC's PEs hold one or
+ * two at a time, and a drained FIFO starts again at slot 0, so a submit and its run read the PE's own line,
+ * not a ring allocated elsewhere (at 1.1 M clients that ring's slot was a cold line per request, the miss
+ * the run's prefetch hook stalled on).  A burst moves the FIFO out; drained, it comes back. */
+#define NIC_PE_INLINE 4
 struct nic_pe {
 	uint32_t used;            /* all pools */
 	uint32_t shared_used;     /* allocations beyond pools' reservations */
 	/* FIFO of work items (network requests and target commands), processed one at a time. */
-	struct nic_work **q;
+	struct nic_work **q;      /* inl while qcap <= NIC_PE_INLINE */
 	uint32_t qcap, qhead, qlen;
 	bool busy;
+	struct nic_work *inl[NIC_PE_INLINE];
 };
 
 /* Per-message records (LEs, packets, transactions, PE work items, events on their way to an EQ) come from
