@@ -5,6 +5,7 @@
  * slots reserved for flow-control state changes; an event that finds no slot is dropped and the EQ
  * remembers it (status.dropped), which the provider treats as fatal. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,20 +48,27 @@ int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn
 	q->thresh_pct = a->status_thresh_pct;
 	q->notify = a->notify;
 	q->notify_ctx = a->notify_ctx;
-	/* The ring is allocated at the first event and grows on demand up to `slots`: endpoints size EQs
-	 * generously (131,072 events by default) but rarely hold more than a handful unacked, and many never
+	/* The ring starts as the record's one slot and grows on demand up to `slots`: endpoints size EQs
+	 * generously (131,072 events by default) but rarely hold more than one unacked event, and many never
 	 * see an event (a million client endpoints' EQs at 64 slots were 13 GB). */
-	q->ring_cap = 0;
-	q->ring = NULL;
+	q->ring_cap = 1;
+	q->ring = &q->inl;
 	*eqn = i;
 	return 0;
+}
+
+static void eq_ring_free(struct nic_eq *q)
+{
+	if (q->ring != &q->inl)
+		free(q->ring);
+	q->ring = &q->inl;
+	q->ring_cap = 1;
 }
 
 static void eq_release(struct nic_eq *q)
 {
 	nic_rsrc_put(q->lni, NIC_RSRC_EQ);
-	free(q->ring);
-	q->ring = NULL;
+	eq_ring_free(q);
 	q->live = false;
 }
 
@@ -112,6 +120,8 @@ void nic_eq_ack(struct nic *nic, uint32_t eqn)
 	if (!q)
 		return;
 	q->ack = q->rd;
+	if (q->wr == q->ack && q->ring != &q->inl)
+		eq_ring_free(q); /* a burst is over: back to the record's own slot */
 	if (q->above_thresh && eq_used(q) * 100 < (uint64_t)q->thresh_pct * q->slots)
 		q->above_thresh = false;
 }
@@ -156,8 +166,8 @@ void nic_eq_prefetch(const struct nic *nic, uint32_t eqn, unsigned stage)
 			__builtin_prefetch(&nic->eqs.rec[eqn]);
 		} else {
 			const char *q = nic->eqs.rec[eqn];
-			__builtin_prefetch(q); /* a record may straddle two lines: both */
-			__builtin_prefetch(q + sizeof(struct nic_eq) - 1);
+			__builtin_prefetch(q); /* the fields before the slot may straddle two lines: both */
+			__builtin_prefetch(q + offsetof(struct nic_eq, inl) - 1);
 		}
 	}
 }
@@ -171,13 +181,14 @@ bool nic_eq_has_room(struct nic *nic, uint32_t eqn)
 
 static void eq_grow(struct nic_eq *q)
 {
-	uint32_t ncap = q->ring_cap ? q->ring_cap * 2 : 4;
+	uint32_t ncap = q->ring_cap < 4 ? 4 : q->ring_cap * 2;
 	if (ncap > q->slots)
 		ncap = q->slots;
 	struct nic_event *nr = xcalloc(ncap, sizeof(*nr));
 	for (uint64_t i = q->ack; i < q->wr; i++)
 		nr[i % ncap] = q->ring[i % q->ring_cap];
-	free(q->ring);
+	if (q->ring != &q->inl)
+		free(q->ring);
 	q->ring = nr;
 	q->ring_cap = ncap;
 }
@@ -251,7 +262,8 @@ bool nic_eq_post(struct nic *nic, uint32_t eqn, const struct nic_event *ev, simt
 	return true;
 }
 
-/* eq_publish(evrec): the EQ record (two to three lines: allocated on its own, 16-byte aligned). */
+/* eq_publish(evrec): the EQ record with its slot (three to four lines: packed among its endpoint's records
+ * at 8 bytes). */
 static void eq_publish_prefetch(const void *obj, uint64_t arg)
 {
 	const struct evrec *r = obj;
@@ -259,7 +271,8 @@ static void eq_publish_prefetch(const void *obj, uint64_t arg)
 	(void)arg;
 	__builtin_prefetch(q);
 	__builtin_prefetch(q + 64);
-	__builtin_prefetch(q + sizeof(struct nic_eq) - 1);
+	__builtin_prefetch(q + 128, 1);
+	__builtin_prefetch(q + sizeof(struct nic_eq) - 1, 1);
 	/* the request the event completes (the provider reads its kind first), and the NIC's EQ table header
 	 * (the notified endpoint reads the EQ back by number) */
 	if (r->ev.user_ptr >= (1ULL << 32))
@@ -274,7 +287,7 @@ static void eq_publish_prefetch_next(const void *obj, uint64_t arg)
 	const struct evrec *r = obj;
 	const struct nic_eq *q = r->q;
 	(void)arg;
-	if (q->ring && q->ring_cap)
+	if (q->ring != &q->inl) /* (the record's own slot came with the record) */
 		__builtin_prefetch(&q->ring[q->wr % q->ring_cap], 1);
 	if (q->notify_ctx)
 		__builtin_prefetch(q->notify_ctx);

@@ -520,8 +520,11 @@ static void nic_free_one(struct nic *nic)
 		nic_lni_free(nic->lnis[i]);
 	nic_cmdq_zombies_free(nic);
 	free(nic->lnis);
-	for (uint32_t i = 0; i < nic->eqs.n; i++)
-		free(((struct nic_eq *)nic->eqs.rec[i])->ring);
+	for (uint32_t i = 0; i < nic->eqs.n; i++) {
+		struct nic_eq *q = nic->eqs.rec[i];
+		if (q->ring != &q->inl)
+			free(q->ring);
+	}
 	nic_table_free(&nic->eqs);
 	nic_table_free(&nic->cts);
 	nic_table_free(&nic->ptes);
@@ -784,7 +787,7 @@ static uint64_t owned_bytes(struct nic *nic, const struct nic_lni *lni, bool les
 	for (uint32_t i = 0; i < nic->eqs.n; i++) {
 		const struct nic_eq *q = nic->eqs.rec[i];
 		if (q->live && (!lni || q->lni == lni))
-			b += sizeof(*q) + (uint64_t)q->ring_cap * sizeof(struct nic_event);
+			b += sizeof(*q) + (q->ring == &q->inl ? 0 : (uint64_t)q->ring_cap * sizeof(struct nic_event));
 	}
 	for (uint32_t i = 0; i < nic->ptes.n; i++) {
 		const struct nic_pte *p = nic->ptes.rec[i];
