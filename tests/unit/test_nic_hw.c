@@ -239,6 +239,68 @@ Test(nic_hw, eq_overflow_drops_events_without_flow_control)
 	tsim_free(&t);
 }
 
+/* Posts events user_ptr first .. first + n - 1 to b's EQ and lets them land. */
+static void eq_write(struct tsim *t, struct hwep *b, uint64_t first, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct nic_event ev = { .user_ptr = first + (uint64_t)i, .type = C_EVENT_PUT };
+		cr_assert(nic_eq_post(b->nic, b->eqn, &ev, 0, false));
+	}
+	sim_run(t->sim);
+}
+
+/* Reads n events (without acknowledging them) and checks they are user_ptr first, first + 1, ... */
+static void eq_read(struct hwep *b, uint64_t first, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct nic_event *ev = nic_eq_peek(b->nic, b->eqn);
+		cr_assert_not_null(ev, "event %d of %d missing", i, n);
+		cr_assert_eq(ev->user_ptr, first + (uint64_t)i);
+		nic_eq_next(b->nic, b->eqn);
+	}
+}
+
+/* An EQ's storage starts as one slot in its record, grows while events are unacknowledged and comes back
+ * when they are: through every change the events read back complete and in order, and an
+ * unacknowledged event keeps its slot (it counts as used) until the acknowledgement. */
+Test(nic_hw, eq_keeps_every_event_in_order_as_its_ring_grows_and_returns)
+{
+	struct tsim t = tsim_new(TWO_NICS, 1);
+	struct nic_pte_opts o = { .is_matching = true };
+	struct hwep b;
+	hwep_open(&b, t.sim, 1, 10, 3, &o, 64);
+	const struct nic_eq *q = nic_table_at(&b.nic->eqs, b.eqn);
+	struct nic_eq_status es;
+	uint64_t next = 100;
+	for (int round = 0; round < 3; round++) {
+		eq_write(&t, &b, next, 1); /* one at a time: the record's own slot */
+		cr_assert_eq(q->ring, &q->inl);
+		eq_read(&b, next++, 1);
+		nic_eq_ack(b.nic, b.eqn);
+		eq_write(&t, &b, next, 3); /* a burst grows the ring ... */
+		cr_assert_neq(q->ring, &q->inl);
+		eq_read(&b, next, 2);
+		nic_eq_ack(b.nic, b.eqn); /* ... which stays while one event is unread */
+		cr_assert_neq(q->ring, &q->inl);
+		eq_write(&t, &b, next + 3, 9); /* and grows again, wrapping around the unread one */
+		eq_read(&b, next + 2, 5);
+		nic_eq_status(b.nic, b.eqn, &es);
+		cr_assert_eq(es.used, 10, "read but unacknowledged events keep their slots: %u", es.used);
+		cr_assert_eq(es.unread, 5);
+		eq_read(&b, next + 7, 5);
+		cr_assert_null(nic_eq_peek(b.nic, b.eqn));
+		nic_eq_ack(b.nic, b.eqn); /* all acknowledged: back to the record's slot */
+		cr_assert_eq(q->ring, &q->inl);
+		nic_eq_status(b.nic, b.eqn, &es);
+		cr_assert_eq(es.used, 0);
+		cr_assert_eq(es.dropped, 0);
+		next += 12;
+	}
+	nic_eq_status(b.nic, b.eqn, &es);
+	cr_assert_eq(es.written, 3 * 13);
+	tsim_free(&t);
+}
+
 static void ct_notify(void *ctx, struct nic *nic, uint32_t ctn)
 {
 	(void)nic;
