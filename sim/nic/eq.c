@@ -57,7 +57,7 @@ int nic_eq_alloc(struct nic_lni *lni, const struct nic_eq_attr *a, uint32_t *eqn
 	return 0;
 }
 
-static void eq_ring_free(struct nic_eq *q)
+void nic_eq_ring_free(struct nic_eq *q)
 {
 	if (q->ring != &q->inl)
 		free(q->ring);
@@ -68,7 +68,7 @@ static void eq_ring_free(struct nic_eq *q)
 static void eq_release(struct nic_eq *q)
 {
 	nic_rsrc_put(q->lni, NIC_RSRC_EQ);
-	eq_ring_free(q);
+	nic_eq_ring_free(q);
 	q->live = false;
 }
 
@@ -121,7 +121,7 @@ void nic_eq_ack(struct nic *nic, uint32_t eqn)
 		return;
 	q->ack = q->rd;
 	if (q->wr == q->ack && q->ring != &q->inl)
-		eq_ring_free(q); /* a burst is over: back to the record's own slot */
+		nic_eq_ring_free(q); /* a burst is over: back to the record's own slot */
 	if (q->above_thresh && eq_used(q) * 100 < (uint64_t)q->thresh_pct * q->slots)
 		q->above_thresh = false;
 }

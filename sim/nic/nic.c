@@ -520,11 +520,8 @@ static void nic_free_one(struct nic *nic)
 		nic_lni_free(nic->lnis[i]);
 	nic_cmdq_zombies_free(nic);
 	free(nic->lnis);
-	for (uint32_t i = 0; i < nic->eqs.n; i++) {
-		struct nic_eq *q = nic->eqs.rec[i];
-		if (q->ring != &q->inl)
-			free(q->ring);
-	}
+	for (uint32_t i = 0; i < nic->eqs.n; i++)
+		nic_eq_ring_free(nic->eqs.rec[i]);
 	nic_table_free(&nic->eqs);
 	nic_table_free(&nic->cts);
 	nic_table_free(&nic->ptes);

@@ -477,6 +477,8 @@ struct nic_eq *nic_eq_lookup(struct nic *nic, uint32_t eqn);
 bool nic_eq_has_room(struct nic *nic, uint32_t eqn);
 /* Post an event: it becomes readable after `delay`; returns false if it was dropped (EQ full). */
 bool nic_eq_post(struct nic *nic, uint32_t eqn, const struct nic_event *ev, simtime_t delay, bool fc_reserved);
+/* Gives back a ring that grew out of the EQ record (the record's own slot again). */
+void nic_eq_ring_free(struct nic_eq *q);
 void nic_eqs_free_lni(struct nic *nic, struct nic_lni *lni);
 
 /* trig.c: the CT's success count changed (ct.c); the CT or LNI is going away (drop its entries). */
