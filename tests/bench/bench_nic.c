@@ -7,6 +7,8 @@
  *      software matching, 64 KiB rendezvous), in rounds of 64 sends then 64 receives.
  * The engine's own hold-model rate on this machine, measured in the same run, is the peer for the wall
  * figures: "events/msg" and "x hold" say how much of the engine's raw speed a NIC message costs. */
+#include <errno.h>
+#include <stdbool.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,9 +370,26 @@ static double hold_rate(void)
 	return (double)n / w;
 }
 
+/* A whole positive decimal count: anything else (a flag, a sign, trailing text, 0) is refused, not read as
+ * 0 messages and printed as NaN rates. */
+static bool parse_count(const char *s, uint64_t *n)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] < '0' || s[0] > '9' || v == 0)
+		return false;
+	*n = v;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 200000;
+	uint64_t n = 200000;
+	if (argc > 2 || (argc == 2 && !parse_count(argv[1], &n))) {
+		fprintf(stderr, "usage: %s [MESSAGES]   (a positive count of messages per run, default 200000)\n", argv[0]);
+		return 2;
+	}
 	double hold = hold_rate();
 	printf("nic bench: engine hold-model peer on this machine: %.2f M events/s\n", hold * 1e-6);
 	simtime_t sp;
