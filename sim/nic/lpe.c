@@ -38,9 +38,7 @@ static void pe_fifo_move(struct nic_pe *pe, uint32_t ncap)
 void nic_pe_submit(struct nic *nic, unsigned pe_idx, struct nic_work *w)
 {
 	struct nic_pe *pe = &nic->pe[pe_idx];
-	if (!pe->qcap)
-		pe_fifo_move(pe, NIC_PE_INLINE);
-	else if (pe->qlen == pe->qcap)
+	if (pe->qlen == pe->qcap)
 		pe_fifo_move(pe, pe->qcap < 64 ? 64 : pe->qcap * 2);
 	pe->q[(pe->qhead + pe->qlen++) & (pe->qcap - 1)] = w; /* qcap: a power of two (a mask, not a division) */
 	if (!pe->busy) {
@@ -729,8 +727,12 @@ static void pe_run(struct sim *sim, void *obj, uint64_t arg)
 	}
 	struct nic_work *w = pe->q[pe->qhead];
 	pe->qhead = (pe->qhead + 1) & (pe->qcap - 1);
-	if (!--pe->qlen) /* drained: the next item goes to the first inline slot */
-		pe_fifo_move(pe, NIC_PE_INLINE);
+	if (!--pe->qlen) { /* drained: the next item goes to the PE's first own slot */
+		if (pe->q != pe->inl)
+			pe_fifo_move(pe, NIC_PE_INLINE);
+		else
+			pe->qhead = 0;
+	}
 	simtime_t cost;
 	if (w->kind == WORK_PKT) {
 		nic->trs_used--; /* answered as this work completes (ACK, NACK or reply) */

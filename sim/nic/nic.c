@@ -489,6 +489,10 @@ static void nic_init_one(struct nic_world *w, struct sim *sim, struct nic *nic, 
 	nic->p = &w->p;
 	nic->fabric = fabric_of(sim);
 	nic->rec = &w->rec;
+	for (unsigned pe = 0; pe < C_PE_COUNT; pe++) {
+		nic->pe[pe].q = nic->pe[pe].inl;
+		nic->pe[pe].qcap = NIC_PE_INLINE;
+	}
 	/* The default service: unrestricted VNIs, hardware limits, pool 0 on every PE. */
 	struct nic_svc_desc d = { 0 };
 	nic->svcs = xcalloc(1, sizeof(*nic->svcs));

@@ -7,8 +7,6 @@
  *      software matching, 64 KiB rendezvous), in rounds of 64 sends then 64 receives.
  * The engine's own hold-model rate on this machine, measured in the same run, is the peer for the wall
  * figures: "events/msg" and "x hold" say how much of the engine's raw speed a NIC message costs. */
-#include <errno.h>
-#include <stdbool.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +19,7 @@
 #include "../../sim/nic/nic.h"
 #include "../../sim/nic/sw.h"
 #include "../../sim/rng.h"
+#include "../../sim/util.h"
 
 static double wall(void)
 {
@@ -370,23 +369,11 @@ static double hold_rate(void)
 	return (double)n / w;
 }
 
-/* A whole positive decimal count: anything else (a flag, a sign, trailing text, 0) is refused, not read as
- * 0 messages and printed as NaN rates. */
-static bool parse_count(const char *s, uint64_t *n)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] < '0' || s[0] > '9' || v == 0)
-		return false;
-	*n = v;
-	return true;
-}
-
 int main(int argc, char **argv)
 {
-	uint64_t n = 200000;
-	if (argc > 2 || (argc == 2 && !parse_count(argv[1], &n))) {
+	unsigned long long n = 200000;
+	/* 0 messages would print NaN and infinite rates */
+	if (argc > 2 || (argc == 2 && (opt_u64(argv[0], "MESSAGES", argv[1], UINT64_MAX, &n) || !n))) {
 		fprintf(stderr, "usage: %s [MESSAGES]   (a positive count of messages per run, default 200000)\n", argv[0]);
 		return 2;
 	}
